@@ -1,0 +1,1 @@
+"""Sub-commands of the trt-sparse CLI (see trt_sparse.cli)."""
