@@ -41,8 +41,8 @@ class SparseConvWeight(object):
 
     def __init__(self, shape, row_offsets, indices, values, mode="exact"):
         self.shape = tuple(int(v) for v in shape)
-        self.row_offsets = np.ascontiguousarray(row_offsets, dtype=np.int32)
-        self.indices = np.ascontiguousarray(indices, dtype=np.int32)
+        self.row_offsets = _as_int32("row_offsets", row_offsets)
+        self.indices = _as_int32("indices", indices)
         self.values = np.ascontiguousarray(values, dtype=np.float32)
         self.mode = mode
         validate(self)
@@ -87,6 +87,19 @@ class SparseConvWeight(object):
         return "SparseConvWeight(shape={}, nnz={}, mode={})".format(self.shape, self.nnz, self.mode)
 
 
+def _as_int32(field, arr):
+    """Contiguous int32 copy of an integer array; FormatError naming ``field`` if it would not be exact."""
+    a = np.asarray(arr)
+    if a.dtype == np.int32:
+        return np.ascontiguousarray(a)
+    if a.size and not (np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.bool_)):
+        if not (np.issubdtype(a.dtype, np.floating) and np.all(np.isfinite(a)) and np.all(a == np.round(a))):
+            raise FormatError("{} must hold integers, got dtype {}".format(field, a.dtype))
+    if a.size and (a.min() < -(2 ** 31) or a.max() >= 2 ** 31):
+        raise FormatError("{} has entries outside the int32 range".format(field))
+    return np.ascontiguousarray(a, dtype=np.int32)
+
+
 # -- packing ---------------------------------------------------------------------
 def pack(weight, mode="exact"):
     """Pack a dense (K, C, R, S) weight; zeros (and -0.0) are dropped.
@@ -109,7 +122,8 @@ def pack(weight, mode="exact"):
         raise FormatError("C*R*S = {} does not fit an int32 index".format(flat.shape[1]))
     if mode == "packed32":
         _check_packed32_shape(w.shape)
-        flat = flat.astype(np.float16)
+        with np.errstate(over="ignore"):
+            flat = flat.astype(np.float16)
         if not np.all(np.isfinite(flat)):
             raise FormatError("weight values overflow fp16 (|w| > 65504): use mode 'exact'")
         flat = flat.astype(np.float32)
@@ -135,7 +149,8 @@ def unpack(sw, dtype=np.float32):
 def packed32_rounding_error(weight):
     """Max absolute and relative (to max |w|) error of rounding a dense weight to fp16."""
     w = np.asarray(weight, dtype=np.float64)
-    err = np.abs(w.astype(np.float16).astype(np.float64) - w)
+    with np.errstate(over="ignore", invalid="ignore"):
+        err = np.abs(w.astype(np.float16).astype(np.float64) - w)
     scale = float(np.max(np.abs(w))) if w.size else 0.0
     max_abs = float(err.max()) if w.size else 0.0
     return max_abs, (max_abs / scale if scale > 0 else 0.0)
@@ -153,7 +168,8 @@ def _check_packed32_shape(shape):
 def encode_packed32(indices, values, shape):
     """uint32 words ``(index << 16) | fp16_bits(value)``; values must be fp16-exact."""
     _check_packed32_shape(shape)
-    v16 = np.asarray(values, dtype=np.float32).astype(np.float16)
+    with np.errstate(over="ignore"):
+        v16 = np.asarray(values, dtype=np.float32).astype(np.float16)
     if not np.array_equal(v16.astype(np.float32), np.asarray(values, dtype=np.float32)):
         raise FormatError("values are not fp16-representable; pack with mode 'packed32' first")
     idx = np.asarray(indices, dtype=np.int64)
@@ -190,7 +206,7 @@ def validate(sw):
         raise FormatError("row_offsets not monotone at output channel {}".format(bad))
     if np.any(d > crs):
         bad = int(np.argmax(d > crs))
-        raise FormatError("output channel {} has {} nonzeros > C*R*S = {}".format(bad, d[bad], crs))
+        raise FormatError("row_offsets: output channel {} has {} nonzeros > C*R*S = {}".format(bad, d[bad], crs))
     nnz = int(off[-1])
     if sw.indices.ndim != 1 or sw.indices.size != nnz:
         raise FormatError("indices has {} entries, row_offsets says nnz = {}".format(sw.indices.size, nnz))
@@ -214,7 +230,9 @@ def validate(sw):
             raise FormatError("values contain NaN or Inf")
     if sw.mode == "packed32":
         _check_packed32_shape(sw.shape)
-        if not np.array_equal(sw.values.astype(np.float16).astype(np.float32), sw.values):
+        with np.errstate(over="ignore"):
+            fp16_exact = np.array_equal(sw.values.astype(np.float16).astype(np.float32), sw.values)
+        if not fp16_exact:
             raise FormatError("packed32 weight holds values that are not fp16-representable")
 
 
