@@ -21,8 +21,12 @@ except ImportError:  # pragma: no cover - hypothesis is in the test extra
 
 
 def make_conv_model(x_shape, weight, bias=None, strides=None, pads=None, dilations=None,
-                    auto_pad=None, group=None, opset=17, name="conv0", weight_as_constant=False):
-    """A one-node ONNX model ``y = Conv(x, W[, B])`` with W (and B) as initializers (or a Constant node)."""
+                    auto_pad=None, group=None, opset=17, name="conv0", weight_as_constant=False,
+                    activation=0, clip_min=0.0, clip_max=6.0):
+    """An ONNX model ``y = act(Conv(x, W[, B]))`` with W (and B) as initializers (or a Constant node).
+
+    ``activation``: 0 none, 1 Relu, 2 Clip(clip_min, clip_max) (docs/FORMAT.md codes).
+    """
     from onnx import TensorProto, helper, numpy_helper
 
     weight = np.asarray(weight, dtype=np.float32)
@@ -47,7 +51,14 @@ def make_conv_model(x_shape, weight, bias=None, strides=None, pads=None, dilatio
         attrs["auto_pad"] = auto_pad
     if group is not None:
         attrs["group"] = group
-    nodes.append(helper.make_node("Conv", inputs, ["y"], name=name, **attrs))
+    conv_out = "y" if not activation else "conv_y"
+    nodes.append(helper.make_node("Conv", inputs, [conv_out], name=name, **attrs))
+    if activation == 1:
+        nodes.append(helper.make_node("Relu", [conv_out], ["y"], name=name + "_relu"))
+    elif activation == 2:
+        inits.append(numpy_helper.from_array(np.array(clip_min, np.float32), "clip_min"))
+        inits.append(numpy_helper.from_array(np.array(clip_max, np.float32), "clip_max"))
+        nodes.append(helper.make_node("Clip", [conv_out, "clip_min", "clip_max"], ["y"], name=name + "_clip"))
     graph = helper.make_graph(
         nodes, "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
@@ -71,13 +82,13 @@ def run_ort(model, feeds):
     return sess.run(None, feeds)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def conv_model():
     """Factory fixture: see :func:`make_conv_model`."""
     return make_conv_model
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def ort_run():
     """Factory fixture: see :func:`run_ort`."""
     pytest.importorskip("onnxruntime", reason="onnxruntime not installed (pip install -e '.[test]')")
