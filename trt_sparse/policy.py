@@ -1,0 +1,241 @@
+"""Per-layer selection policies of ``trt-sparse convert`` (``--policy threshold|model|measured``).
+
+Every policy answers ``decide(layer, nnz, sparsity) -> (convert, reason, predicted_speedup)``
+where ``layer`` is the cost-model layer dict (C, K, R, S, H, W, stride_h, stride_w,
+pads, dilation_h, dilation_w, plus name and dtype). A layer is converted only when
+the policy expects the sparse kernel to beat the best dense kernel, so a converted
+model is never predicted slower than the dense one:
+
+* ``threshold`` -- sparsity >= ``--min-sparsity`` (a heuristic, no speed data);
+* ``model``     -- also needs ``trt_sparse.cost_model.predict_speedup(...) > 1``;
+* ``measured``  -- also needs a measured speedup > 1 from a ``trt-sparse bench-kernels``
+  JSON (same geometry, batch and dtype; the nearest measured sparsity).
+"""
+import json
+import os
+
+from .errors import TrtSparseError
+
+DEFAULT_MIN_SPARSITY = 0.8
+POLICIES = ("threshold", "model", "measured")
+
+
+def normalize_dtype(dtype):
+    """'fp32' / 'fp16' from the spellings used by models, torch and the bench JSON."""
+    d = str(dtype).lower().replace("torch.", "")
+    if d in ("fp32", "float32", "float", "f32"):
+        return "fp32"
+    if d in ("fp16", "float16", "half", "f16"):
+        return "fp16"
+    raise TrtSparseError("unknown dtype {!r} (expected fp32 or fp16)".format(dtype))
+
+
+class ThresholdPolicy(object):
+    """Convert when the layer's sparsity reaches ``min_sparsity``."""
+
+    name = "threshold"
+
+    def __init__(self, min_sparsity=DEFAULT_MIN_SPARSITY):
+        min_sparsity = float(min_sparsity)
+        if not 0.0 <= min_sparsity <= 1.0:
+            raise TrtSparseError("--min-sparsity must be in [0, 1], got {}".format(min_sparsity))
+        self.min_sparsity = min_sparsity
+
+    def describe(self):
+        """JSON-friendly description."""
+        return {"name": self.name, "min_sparsity": self.min_sparsity}
+
+    def _threshold(self, sparsity):
+        if sparsity < self.min_sparsity:
+            return False, "sparsity {:.3f} < --min-sparsity {:.2f}".format(sparsity, self.min_sparsity)
+        return True, "sparsity {:.3f} >= {:.2f}".format(sparsity, self.min_sparsity)
+
+    def decide(self, layer, nnz, sparsity):
+        """(convert, reason, predicted speedup or None)."""
+        ok, reason = self._threshold(sparsity)
+        return ok, reason, None
+
+
+class ModelPolicy(ThresholdPolicy):
+    """Threshold + the kernels' cost model: convert only if the predicted speedup is > 1."""
+
+    name = "model"
+
+    def __init__(self, min_sparsity=0.0, batch=1, dtype="fp32", predict=None):
+        super(ModelPolicy, self).__init__(min_sparsity)
+        self.batch = int(batch)
+        self.dtype = normalize_dtype(dtype) if dtype else None
+        if predict is None:
+            try:
+                from .cost_model import predict_speedup as predict
+            except ImportError as exc:
+                raise TrtSparseError(
+                    "cost model not available (trt_sparse.cost_model: {}); use --policy threshold or "
+                    "--policy measured --measurements FILE".format(exc))
+        self.predict = predict
+
+    def describe(self):
+        """JSON-friendly description."""
+        return {"name": self.name, "min_sparsity": self.min_sparsity, "batch": self.batch, "dtype": self.dtype}
+
+    def decide(self, layer, nnz, sparsity):
+        """(convert, reason, predicted speedup or None)."""
+        ok, reason = self._threshold(sparsity)
+        if not ok:
+            return ok, reason, None
+        if layer.get("H") is None or layer.get("W") is None:
+            return False, "input H/W unknown, cannot predict (give --input-shape)", None
+        dtype = self.dtype or layer.get("dtype") or "fp32"
+        geometry = {k: layer[k] for k in ("C", "K", "R", "S", "H", "W", "stride_h", "stride_w", "pads",
+                                          "dilation_h", "dilation_w")}
+        try:
+            speedup = float(self.predict(geometry, int(nnz), self.batch, dtype))
+        except TrtSparseError:
+            raise
+        except Exception as exc:  # the model refuses a geometry: keep the layer dense, say why
+            return False, "cost model failed: {}".format(" ".join(str(exc).split())[:120]), None
+        if speedup > 1.0:
+            return True, "predicted speedup {:.2f}x".format(speedup), speedup
+        return False, "predicted speedup {:.2f}x <= 1 (dense is faster)".format(speedup), speedup
+
+
+class MeasuredPolicy(ThresholdPolicy):
+    """Threshold + measured speedups from a ``trt-sparse bench-kernels`` JSON."""
+
+    name = "measured"
+
+    def __init__(self, path, min_sparsity=0.0, batch=1, dtype="fp32"):
+        super(MeasuredPolicy, self).__init__(min_sparsity)
+        self.path = path
+        self.batch = int(batch)
+        self.dtype = normalize_dtype(dtype) if dtype else None
+        self.entries = load_measurements(path)
+
+    def describe(self):
+        """JSON-friendly description."""
+        return {"name": self.name, "min_sparsity": self.min_sparsity, "batch": self.batch, "dtype": self.dtype,
+                "measurements": os.path.abspath(self.path), "entries": len(self.entries)}
+
+    def lookup(self, layer, sparsity, dtype):
+        """The measured entry with this geometry/batch/dtype and the nearest sparsity, or None."""
+        key = geometry_key(layer)
+        best = None
+        for e in self.entries:
+            if e["key"] != key or e["batch"] != self.batch or e["dtype"] != dtype:
+                continue
+            if best is None or abs(e["sparsity"] - sparsity) < abs(best["sparsity"] - sparsity):
+                best = e
+        return best
+
+    def decide(self, layer, nnz, sparsity):
+        """(convert, reason, measured speedup or None)."""
+        ok, reason = self._threshold(sparsity)
+        if not ok:
+            return ok, reason, None
+        if layer.get("H") is None or layer.get("W") is None:
+            return False, "input H/W unknown, cannot match a measurement (give --input-shape)", None
+        dtype = self.dtype or layer.get("dtype") or "fp32"
+        e = self.lookup(layer, sparsity, dtype)
+        if e is None:
+            return False, "no measurement for this geometry at batch {} {}".format(self.batch, dtype), None
+        where = "measured at sparsity {:.2f}".format(e["sparsity"])
+        if e["speedup"] > 1.0:
+            return True, "{}: {:.2f}x".format(where, e["speedup"]), e["speedup"]
+        return False, "{}: {:.2f}x <= 1 (dense is faster)".format(where, e["speedup"]), e["speedup"]
+
+
+def _pair(value, what):
+    if isinstance(value, (int, float)):
+        return (int(value), int(value))
+    vals = [int(v) for v in value]
+    if len(vals) == 1:
+        return (vals[0], vals[0])
+    if len(vals) == 2:
+        return tuple(vals)
+    raise ValueError("{} must be an int or 2 ints, got {!r}".format(what, value))
+
+
+def _pads4(value):
+    if isinstance(value, (int, float)):
+        return (int(value),) * 4
+    vals = [int(v) for v in value]
+    if len(vals) == 1:
+        return (vals[0],) * 4
+    if len(vals) == 2:  # (pad_h, pad_w), symmetric
+        return (vals[0], vals[1], vals[0], vals[1])
+    if len(vals) == 4:
+        return tuple(vals)
+    raise ValueError("pad must be an int, 2 ints or 4 ints, got {!r}".format(value))
+
+
+def geometry_key(layer):
+    """Hashable geometry of a cost-model layer dict: (C, K, H, W, R, S, strides, pads, dilations)."""
+    return (int(layer["C"]), int(layer["K"]), int(layer["H"]), int(layer["W"]), int(layer["R"]), int(layer["S"]),
+            (int(layer["stride_h"]), int(layer["stride_w"])), tuple(int(p) for p in layer["pads"]),
+            (int(layer["dilation_h"]), int(layer["dilation_w"])))
+
+
+def _entry_speedup(res):
+    """Speedup of one result against the best dense baseline."""
+    dense = res.get("dense_us")
+    sparse = res.get("sparse_us")
+    if isinstance(dense, dict) and dense and sparse:
+        vals = [float(v) for v in dense.values() if v is not None]
+        if vals:
+            return min(vals) / float(sparse)
+    if isinstance(dense, (int, float)) and sparse:
+        return float(dense) / float(sparse)
+    sp = res.get("speedup")
+    if isinstance(sp, dict) and sp:
+        if "best" in sp:
+            return float(sp["best"])
+        return min(float(v) for v in sp.values() if v is not None)
+    if isinstance(sp, (int, float)):
+        return float(sp)
+    raise ValueError("no sparse_us/dense_us or speedup")
+
+
+def load_measurements(path):
+    """Parse a bench-kernels JSON into a list of dicts (key, batch, dtype, sparsity, speedup)."""
+    if not os.path.isfile(path):
+        raise TrtSparseError("--measurements: no such file: {}".format(path))
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except ValueError as exc:
+        raise TrtSparseError("--measurements {} is not valid JSON: {}".format(path, exc))
+    results = doc.get("results") if isinstance(doc, dict) else None
+    if not isinstance(results, list):
+        raise TrtSparseError("--measurements {}: expected a bench-kernels JSON with a 'results' list".format(path))
+    entries = []
+    for i, res in enumerate(results):
+        try:
+            lay = res["layer"]
+            kernel = _pair(lay["kernel"], "kernel")
+            stride = _pair(lay.get("stride", 1), "stride")
+            dil = _pair(lay.get("dilation", 1), "dilation")
+            pads = _pads4(lay.get("pad", 0))
+            geom = {"C": lay["C"], "K": lay["K"], "H": lay["H"], "W": lay["W"], "R": kernel[0], "S": kernel[1],
+                    "stride_h": stride[0], "stride_w": stride[1], "pads": pads,
+                    "dilation_h": dil[0], "dilation_w": dil[1]}
+            entries.append({
+                "key": geometry_key(geom), "batch": int(res["batch"]), "dtype": normalize_dtype(res["dtype"]),
+                "sparsity": float(res["sparsity"]), "speedup": _entry_speedup(res),
+            })
+        except (KeyError, TypeError, ValueError, ZeroDivisionError, TrtSparseError) as exc:
+            raise TrtSparseError("--measurements {}: results[{}] is malformed ({}: {})".format(
+                path, i, type(exc).__name__, exc))
+    return entries
+
+
+def make_policy(name, min_sparsity=None, measurements=None, batch=1, dtype=None):
+    """Build the policy named by ``--policy``."""
+    if name == "threshold":
+        return ThresholdPolicy(DEFAULT_MIN_SPARSITY if min_sparsity is None else min_sparsity)
+    if name == "model":
+        return ModelPolicy(0.0 if min_sparsity is None else min_sparsity, batch, dtype)
+    if name == "measured":
+        if not measurements:
+            raise TrtSparseError("--policy measured needs --measurements FILE (a trt-sparse bench-kernels JSON)")
+        return MeasuredPolicy(measurements, 0.0 if min_sparsity is None else min_sparsity, batch, dtype)
+    raise TrtSparseError("unknown policy {!r}; choose from {}".format(name, ", ".join(POLICIES)))
