@@ -1,0 +1,138 @@
+/*
+ * trt-sparse: version-independent core of the SparseConv2d TensorRT plugin.
+ *
+ * No TensorRT and no CUDA include: field parsing and validation, the V2 binary
+ * blob (serialize / bounds-checked deserialize), shape arithmetic and packed32
+ * decoding. Everything here runs on the CPU and can be fuzzed on its own
+ * (tests/cpp/fuzz_deserialize.cpp). Plan creation through the kernel C ABI lives
+ * in SparseConv2dPlan.{h,cpp}; the TensorRT adapters in SparseConv2dPluginV3/V2.
+ *
+ * The field set is the SparseConv2d node's attribute set of docs/FORMAT.md.
+ * C++14 (the TensorRT 8.x / JetPack 4.6 path is built with gcc 7).
+ */
+#ifndef TRT_SPARSE_SPARSE_CONV2D_CORE_H
+#define TRT_SPARSE_SPARSE_CONV2D_CORE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trt_sparse
+{
+
+extern char const* const kPluginName;      // "SparseConv2d"
+extern char const* const kPluginVersion;   // "1"
+extern char const* const kPluginNamespace; // ""
+constexpr int32_t kFormatVersion = 1;      // docs/FORMAT.md
+constexpr uint32_t kBlobMagic = 0x31435354U; // "TSC1" little-endian
+constexpr uint32_t kBlobVersion = 1U;
+constexpr int64_t kPacked32MaxIndex = 65536;
+
+// Numeric values of nvinfer1::PluginFieldType (identical in TensorRT 8.x .. 11.x).
+enum class FieldType : int32_t
+{
+    kFLOAT16 = 0,
+    kFLOAT32 = 1,
+    kFLOAT64 = 2,
+    kINT8 = 3,
+    kINT16 = 4,
+    kINT32 = 5,
+    kCHAR = 6,
+    kDIMS = 7,
+    kUNKNOWN = 8,
+    kBF16 = 9,
+    kINT64 = 10
+};
+
+// A TensorRT PluginField without the TensorRT type (adapters convert).
+struct FieldView
+{
+    char const* name;
+    void const* data;
+    int32_t type; // FieldType value
+    int32_t length;
+};
+
+// What getFieldNames() declares: every attribute of the node (docs/FORMAT.md).
+struct FieldDecl
+{
+    char const* name;
+    FieldType type;
+    int32_t length; // fixed length, or 0 for variable
+};
+std::vector<FieldDecl> const& fieldDecls();
+
+// ---- logging (stderr by default; TensorRT's logger is not reachable portably) ----
+enum class LogLevel : int32_t
+{
+    kERROR = 0,
+    kWARNING = 1,
+    kINFO = 2
+};
+using LogSink = void (*)(LogLevel level, char const* message);
+void setLogSink(LogSink sink); // nullptr restores the default (stderr, errors + warnings)
+void logMessage(LogLevel level, std::string const& message);
+// Call inside a catch block: logs the in-flight exception with the method name.
+void logCurrentException(char const* where) noexcept;
+
+// ---- the plugin's parameters: geometry + canonical CSR weights ----
+struct ConvSpec
+{
+    int32_t format_version{kFormatVersion};
+    int32_t K{0}, C{0}, R{0}, S{0};
+    int32_t stride_h{1}, stride_w{1};
+    int32_t pad_top{0}, pad_left{0}, pad_bottom{0}, pad_right{0};
+    int32_t dilation_h{1}, dilation_w{1};
+    int32_t activation{0}; // 0 none, 1 relu, 2 clip
+    float clip_min{0.0F}, clip_max{6.0F};
+    int32_t weight_format{0}; // 0 exact, 1 packed32
+    std::vector<int32_t> row_offsets; // K+1
+    std::vector<int32_t> indices;     // exact: nnz
+    std::vector<float> values;        // exact: nnz
+    std::vector<int32_t> packed;      // packed32: nnz words (uint32 reinterpreted)
+    std::vector<float> bias;          // K or empty (zero bias)
+
+    int64_t nnz() const { return row_offsets.empty() ? 0 : row_offsets.back(); }
+    int64_t crs() const { return static_cast<int64_t>(C) * R * S; }
+};
+
+// Parse a TensorRT field collection into spec (defaults for absent optional fields)
+// and validate it. On failure returns false and err names the field and the reason.
+bool parseFields(FieldView const* fields, int32_t nbFields, ConvSpec& spec, std::string& err);
+
+// Check every invariant of docs/FORMAT.md; err names the broken field.
+bool validateSpec(ConvSpec const& spec, std::string& err);
+
+// Field views (pointing into spec) for IPluginV3OneRuntime::getFieldsToSerialize;
+// the same set and types parseFields reads (strings are not included).
+std::vector<FieldView> specToFields(ConvSpec const& spec);
+
+// ---- V2 binary blob: magic, version, dtype tag, geometry, arrays, FNV-1a checksum ----
+size_t serializedSize(ConvSpec const& spec);
+// Writes exactly serializedSize(spec) bytes. dtypeTag: -1 unknown, else the configured tsc_dtype.
+void serializeSpec(ConvSpec const& spec, int32_t dtypeTag, void* buffer);
+// Bounds-checked: never reads past data+length; validates the result.
+bool deserializeSpec(void const* data, size_t length, ConvSpec& spec, int32_t& dtypeTag, std::string& err);
+// FNV-1a 64 of the blob body (the last 8 bytes of a blob hold it).
+uint64_t blobChecksum(void const* data, size_t length);
+
+// ---- shapes ----
+// Constant part of the output-size numerator: pad_a + pad_b - dilation*(k-1) - 1,
+// so out = floor((in + offset) / stride) + 1.
+int64_t outputOffsetH(ConvSpec const& spec);
+int64_t outputOffsetW(ConvSpec const& spec);
+int64_t floorDiv(int64_t a, int64_t b);
+// Output P, Q for input H, W; false if either would be < 1.
+bool outputDims(ConvSpec const& spec, int64_t H, int64_t W, int64_t& P, int64_t& Q);
+
+// ---- weights for the kernels: packed32 words decoded to fp32 on the host ----
+float halfBitsToFloat(uint16_t bits);
+void decodeWeights(ConvSpec const& spec, std::vector<int32_t>& indices, std::vector<float>& values);
+
+// Short description ("K=64 C=64 3x3 s1 nnz=... packed32") for log lines.
+std::string describeSpec(ConvSpec const& spec);
+
+} // namespace trt_sparse
+
+#endif // TRT_SPARSE_SPARSE_CONV2D_CORE_H

@@ -1,0 +1,205 @@
+/*
+ * trt-sparse: kernel plans and per-plugin runtime state (see the header).
+ */
+#include "SparseConv2dPlan.h"
+
+#include <limits>
+#include <vector>
+
+namespace trt_sparse
+{
+
+namespace
+{
+std::string tscError(char const* call, tsc_status status)
+{
+    std::string msg = std::string(call) + " failed: " + tsc_status_string(status);
+    char const* detail = tsc_last_error();
+    if (detail != nullptr && detail[0] != '\0')
+    {
+        msg += ": ";
+        msg += detail;
+    }
+    return msg;
+}
+
+bool fitsInt32(int64_t v)
+{
+    return v >= 0 && v <= std::numeric_limits<int32_t>::max();
+}
+} // namespace
+
+tsc_conv_desc makeDesc(ConvSpec const& s)
+{
+    tsc_conv_desc d;
+    d.K = s.K;
+    d.C = s.C;
+    d.R = s.R;
+    d.S = s.S;
+    d.stride_h = s.stride_h;
+    d.stride_w = s.stride_w;
+    d.pad_top = s.pad_top;
+    d.pad_left = s.pad_left;
+    d.pad_bottom = s.pad_bottom;
+    d.pad_right = s.pad_right;
+    d.dilation_h = s.dilation_h;
+    d.dilation_w = s.dilation_w;
+    d.activation = s.activation;
+    d.clip_min = s.clip_min;
+    d.clip_max = s.clip_max;
+    return d;
+}
+
+std::shared_ptr<KernelPlan const> KernelPlan::create(
+    ConvSpec const& spec, tsc_dtype dtype, tsc_status& status, std::string& err)
+{
+    std::vector<int32_t> indices;
+    std::vector<float> values;
+    decodeWeights(spec, indices, values);
+    tsc_conv_desc const desc = makeDesc(spec);
+    tsc_weights w;
+    w.row_offsets = spec.row_offsets.data();
+    w.indices = indices.empty() ? nullptr : indices.data();
+    w.values = values.empty() ? nullptr : values.data();
+    w.bias = spec.bias.empty() ? nullptr : spec.bias.data();
+    tsc_plan* plan = nullptr;
+    status = tsc_plan_create(&desc, &w, dtype, TSC_NCHW, &plan);
+    if (status != TSC_OK || plan == nullptr)
+    {
+        if (status == TSC_OK)
+        {
+            status = TSC_ERR_INVALID_ARGUMENT;
+        }
+        err = tscError("tsc_plan_create", status);
+        tsc_plan_destroy(plan);
+        return nullptr;
+    }
+    return std::shared_ptr<KernelPlan const>(new KernelPlan(plan, dtype));
+}
+
+KernelPlan::~KernelPlan()
+{
+    tsc_plan_destroy(mPlan);
+}
+
+SparseConvState::SparseConvState(std::shared_ptr<ConvSpec const> spec)
+    : mSpec(std::move(spec))
+{
+}
+
+tsc_status SparseConvState::ensurePlan(std::string& err)
+{
+    if (mDtype != TSC_FLOAT32 && mDtype != TSC_FLOAT16)
+    {
+        err = "the tensor type is not configured (fp32 or fp16 expected)";
+        return TSC_ERR_INVALID_ARGUMENT;
+    }
+    if (mPlan != nullptr && mPlan->dtype() == static_cast<tsc_dtype>(mDtype))
+    {
+        return TSC_OK;
+    }
+    mPlan.reset();
+    tsc_status status = TSC_OK;
+    mPlan = KernelPlan::create(*mSpec, static_cast<tsc_dtype>(mDtype), status, err);
+    return status;
+}
+
+int32_t SparseConvState::preparePlan(char const* where)
+{
+    std::string err;
+    tsc_status const st = ensurePlan(err);
+    if (st == TSC_OK)
+    {
+        return 0;
+    }
+    if (st == TSC_ERR_CUDA)
+    {
+        logMessage(LogLevel::kWARNING,
+            std::string(where) + ": kernel plan deferred to enqueue (no usable CUDA device here?): " + err);
+        return 0;
+    }
+    logMessage(LogLevel::kERROR, std::string(where) + ": " + err + " [" + describeSpec(*mSpec) + "]");
+    return -1;
+}
+
+size_t SparseConvState::workspaceSize(int64_t N, int64_t H, int64_t W)
+{
+    std::string err;
+    if (!fitsInt32(N) || !fitsInt32(H) || !fitsInt32(W))
+    {
+        logMessage(LogLevel::kERROR, "getWorkspaceSize: input dims out of the int32 range");
+        return 0;
+    }
+    tsc_status const st = ensurePlan(err);
+    if (st != TSC_OK)
+    {
+        logMessage(LogLevel::kWARNING, "getWorkspaceSize: no kernel plan (" + err + "); reporting 0 bytes");
+        return 0;
+    }
+    size_t const ws = tsc_workspace_size(mPlan->get(), static_cast<int32_t>(N), static_cast<int32_t>(H),
+        static_cast<int32_t>(W));
+    if (!mWorkspaceKnown || ws > mWorkspaceReported)
+    {
+        mWorkspaceReported = ws;
+    }
+    mWorkspaceKnown = true;
+    return ws;
+}
+
+int32_t SparseConvState::enqueue(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t P, int64_t Q,
+    void const* input, void* output, void* workspace, void* stream)
+{
+    ConvSpec const& s = *mSpec;
+    if (C != s.C || K != s.K)
+    {
+        logMessage(LogLevel::kERROR,
+            "enqueue: input has " + std::to_string(C) + " channels / output " + std::to_string(K)
+                + ", the weight is (K=" + std::to_string(s.K) + ", C=" + std::to_string(s.C) + ")");
+        return -1;
+    }
+    if (!fitsInt32(N) || !fitsInt32(H) || !fitsInt32(W))
+    {
+        logMessage(LogLevel::kERROR, "enqueue: input dims out of the int32 range");
+        return -1;
+    }
+    int64_t p = 0;
+    int64_t q = 0;
+    if (!outputDims(s, H, W, p, q) || p != P || q != Q)
+    {
+        logMessage(LogLevel::kERROR,
+            "enqueue: input " + std::to_string(H) + "x" + std::to_string(W) + " does not give the output "
+                + std::to_string(P) + "x" + std::to_string(Q));
+        return -1;
+    }
+    if (N == 0)
+    {
+        return 0;
+    }
+    std::string err;
+    tsc_status st = ensurePlan(err);
+    if (st != TSC_OK)
+    {
+        logMessage(LogLevel::kERROR, "enqueue: " + err);
+        return -1;
+    }
+    int32_t const n = static_cast<int32_t>(N);
+    int32_t const h = static_cast<int32_t>(H);
+    int32_t const w = static_cast<int32_t>(W);
+    size_t const need = tsc_workspace_size(mPlan->get(), n, h, w);
+    if ((need > 0 && workspace == nullptr) || (mWorkspaceKnown && need > mWorkspaceReported))
+    {
+        logMessage(LogLevel::kERROR,
+            "enqueue: the kernel needs " + std::to_string(need) + " workspace bytes, TensorRT provided "
+                + (workspace == nullptr ? std::string("none") : std::to_string(mWorkspaceReported)));
+        return -1;
+    }
+    st = tsc_enqueue(mPlan->get(), n, h, w, input, output, workspace, stream);
+    if (st != TSC_OK)
+    {
+        logMessage(LogLevel::kERROR, "enqueue: " + tscError("tsc_enqueue", st));
+        return -1;
+    }
+    return 0;
+}
+
+} // namespace trt_sparse

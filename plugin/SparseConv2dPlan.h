@@ -1,0 +1,93 @@
+/*
+ * trt-sparse: kernel plans and the per-plugin runtime state shared by the TensorRT
+ * adapters (V3 for TensorRT >= 10, V2DynamicExt for 8.x).
+ *
+ * A plan (tsc_plan of plugin/kernels/sparse_conv.h) is immutable and may be used
+ * from several streams, so clones share it through a shared_ptr: the last owner
+ * destroys it (no leak, no double free). Plans are built for the tensor type that
+ * TensorRT chose (fp32 or fp16), lazily: creation needs a CUDA device, which an
+ * engine build on a CPU-only machine (TensorRT-RTX) does not have.
+ * No TensorRT and no CUDA include here.
+ */
+#ifndef TRT_SPARSE_SPARSE_CONV2D_PLAN_H
+#define TRT_SPARSE_SPARSE_CONV2D_PLAN_H
+
+#include "SparseConv2dCore.h"
+#include "kernels/sparse_conv.h"
+
+#include <memory>
+#include <string>
+
+namespace trt_sparse
+{
+
+// Owner of one tsc_plan.
+class KernelPlan
+{
+public:
+    // Decodes packed32 words to fp32 on the host and calls tsc_plan_create.
+    static std::shared_ptr<KernelPlan const> create(
+        ConvSpec const& spec, tsc_dtype dtype, tsc_status& status, std::string& err);
+    ~KernelPlan();
+    KernelPlan(KernelPlan const&) = delete;
+    KernelPlan& operator=(KernelPlan const&) = delete;
+
+    tsc_plan* get() const { return mPlan; }
+    tsc_dtype dtype() const { return mDtype; }
+
+private:
+    KernelPlan(tsc_plan* plan, tsc_dtype dtype)
+        : mPlan(plan)
+        , mDtype(dtype)
+    {
+    }
+    tsc_plan* mPlan;
+    tsc_dtype mDtype;
+};
+
+// Conversion of a tsc_desc from a spec.
+tsc_conv_desc makeDesc(ConvSpec const& spec);
+
+// Spec + plan of one plugin object; copyable (a copy shares spec and plan).
+class SparseConvState
+{
+public:
+    explicit SparseConvState(std::shared_ptr<ConvSpec const> spec);
+
+    ConvSpec const& spec() const { return *mSpec; }
+
+    // tsc_dtype of the configured tensor type, or -1 before configuration.
+    int32_t dtype() const { return mDtype; }
+    void setDtype(int32_t dtype) { mDtype = dtype; }
+
+    bool hasPlan() const { return mPlan != nullptr; }
+
+    // Make sure a plan for the configured dtype exists (recreates it if the dtype changed).
+    // Returns TSC_OK, or the failing status with err set. Logs nothing.
+    tsc_status ensurePlan(std::string& err);
+
+    // ensurePlan for configure-time callers: returns 0 on success, 0 with a warning when
+    // only the CUDA device is missing (plan deferred to enqueue), -1 (logged) otherwise.
+    int32_t preparePlan(char const* where);
+
+    void releasePlan() { mPlan.reset(); }
+
+    // Workspace for an input of N x C x H x W (the profile's max); 0 and a warning when
+    // no plan can be created here. Remembers the largest value it reported.
+    size_t workspaceSize(int64_t N, int64_t H, int64_t W);
+
+    // Validates the runtime shapes and launches the kernel; 0 on success, -1 (logged) on error.
+    int32_t enqueue(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t P, int64_t Q, void const* input,
+        void* output, void* workspace, void* stream);
+
+private:
+    std::shared_ptr<ConvSpec const> mSpec;
+    std::shared_ptr<KernelPlan const> mPlan;
+    int32_t mDtype{-1};
+    size_t mWorkspaceReported{0};
+    bool mWorkspaceKnown{false};
+};
+
+} // namespace trt_sparse
+
+#endif // TRT_SPARSE_SPARSE_CONV2D_PLAN_H
