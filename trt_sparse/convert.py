@@ -592,3 +592,27 @@ def _export(graph, model):
     del out.metadata_props[:]
     out.metadata_props.extend(model.metadata_props)
     return out
+
+
+_PROTO_LIMIT = 2 ** 31 - 1
+
+
+def check_output_model(model, path=None):
+    """``onnx.checker.check_model(full_check=True)`` on the rewritten model.
+
+    The SparseConv2d node lives in the custom domain ``trt_sparse``; the checker
+    skips schema checks for domains it has no schemas for, so the full check
+    (including strict shape inference) runs on everything else unchanged. Models
+    over 2 GB are checked from ``path`` (their external-data file) instead.
+    Raises TrtSparseError with the checker's message.
+    """
+    try:
+        if model.ByteSize() < _PROTO_LIMIT:
+            onnx.checker.check_model(model, full_check=True)
+        elif path is not None:
+            onnx.checker.check_model(path, full_check=True)
+        else:
+            return False
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
+        raise TrtSparseError("the rewritten model fails onnx.checker: {}".format(" ".join(str(exc).split())[:300]))
+    return True

@@ -1,0 +1,39 @@
+"""``trt-sparse verify``: compare an original model with its rewritten (SparseConv2d) version."""
+import sys
+
+HELP = "check that a rewritten model computes the same as the original (seeded random inputs)"
+
+
+def add_arguments(p):
+    """Flags of ``trt-sparse verify``."""
+    p.add_argument("original", help="the original ONNX model (run in onnxruntime)")
+    p.add_argument("sparse", help="the rewritten model (SparseConv2d nodes computed by trt_sparse.reference)")
+    p.add_argument("--atol", type=float, default=None, help="absolute tolerance (default 1e-6)")
+    p.add_argument("--rtol", type=float, default=None,
+                   help="tolerance relative to max|output| (default 1e-4 exact, 5e-2 packed32 weights)")
+    p.add_argument("--batch", type=int, default=1, help="size of a dynamic batch dim")
+    p.add_argument("--input-shape", action="append", default=[], metavar="NAME:D0xD1x...",
+                   help="static shape of an input with dynamic dims other than the batch (repeatable)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+
+
+def run(args):
+    """Print per-output errors; exit 0 when within tolerance, 1 when not."""
+    from ..errors import TrtSparseError
+    from ..onnx_io import load_model
+    from ..verify import parse_input_shapes, verify_models, weight_mode
+
+    if args.batch < 1:
+        raise TrtSparseError("--batch must be >= 1")
+    shapes = parse_input_shapes(args.input_shape)
+    original = load_model(args.original)
+    sparse = load_model(args.sparse)
+    if not any(n.op_type == "SparseConv2d" for n in sparse.graph.node):
+        print("note: {} has no SparseConv2d node".format(args.sparse), file=sys.stderr)
+    res = verify_models(original, sparse, atol=args.atol, rtol=args.rtol, input_shapes=shapes,
+                        batch=args.batch, seed=args.seed, mode=weight_mode(sparse))
+    for o in res.outputs:
+        print("{:<24} shape {:<16} max abs {:.3g}  max|y| {:.3g}  rel {:.3g}  {}".format(
+            o.name, "x".join(str(d) for d in o.shape), o.max_abs, o.scale, o.rel, "ok" if o.passed else "FAIL"))
+    print(res.summary())
+    return 0 if res.passed else 1
