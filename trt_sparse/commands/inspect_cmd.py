@@ -1,0 +1,163 @@
+"""``trt-sparse inspect MODEL.onnx [--json]``: per-Conv sparsity and packed weight sizes."""
+import json
+import sys
+
+import numpy as np
+
+from .. import format as fmt
+from ..errors import FormatError, TrtSparseError, UnsupportedError
+from ..onnx_io import conv_params, constant_value, load_model, node_attributes, tensor_shapes
+
+HELP = "show each Conv layer's shape, geometry, sparsity and dense vs packed weight bytes"
+
+
+def add_arguments(parser):
+    """Arguments of ``trt-sparse inspect``."""
+    parser.add_argument("model", help="ONNX model (.onnx)")
+    parser.add_argument("--json", action="store_true", help="print a JSON report instead of the table")
+
+
+def _packed_bytes(w, mode):
+    """Bytes of ``w`` in the packed format ``mode``, or (None, reason) when it cannot be packed."""
+    try:
+        return fmt.pack(w, mode).packed_bytes(), None
+    except FormatError as exc:
+        return None, str(exc)
+
+
+def _layer(graph, node, index, shapes_cache):
+    name = node.name or "Conv#{} ({})".format(index, node.output[0] if node.output else "?")
+    row = dict(name=name, weight=node.input[1] if len(node.input) > 1 else None, weight_shape=None, strides=None,
+               pads=None, dilations=None, group=None, params=None, nnz=None, sparsity=None, dense_bytes=None,
+               exact_bytes=None, packed32_bytes=None, notes=[])
+    if row["weight"] is None:
+        row["notes"].append("no weight input")
+        return row
+    try:
+        w = constant_value(graph, row["weight"])
+    except TrtSparseError as exc:
+        row["notes"].append(str(exc))
+        return row
+    if w is None:
+        row["notes"].append("weight {} is not a constant".format(row["weight"]))
+        return row
+    if not np.issubdtype(w.dtype, np.floating):
+        row["notes"].append("weight dtype {} is not floating point".format(w.dtype))
+        return row
+    row["weight_shape"] = [int(d) for d in w.shape]
+    row["params"] = int(w.size)
+    row["nnz"] = int(np.count_nonzero(w))
+    row["sparsity"] = 1.0 - row["nnz"] / float(w.size) if w.size else 0.0
+    row["dense_bytes"] = int(w.nbytes)
+    attrs = node_attributes(node)
+    input_hw = None
+    if str(attrs.get("auto_pad", "NOTSET")).startswith("SAME"):
+        if "shapes" not in shapes_cache:
+            shapes_cache["shapes"] = tensor_shapes(shapes_cache["model"])
+        x_shape = shapes_cache["shapes"].get(node.input[0])
+        input_hw = x_shape[2:] if x_shape is not None and len(x_shape) == 4 else None
+    try:
+        p = conv_params(name, attrs, w.shape, input_hw)
+    except UnsupportedError as exc:
+        row["notes"].append(str(exc))
+        return row
+    row.update(strides=list(p.strides), pads=list(p.pads), dilations=list(p.dilations), group=p.group)
+    row["exact_bytes"], why = _packed_bytes(w, "exact")
+    if why:
+        row["notes"].append("exact: " + why)
+    row["packed32_bytes"], why = _packed_bytes(w, "packed32")
+    if why:
+        row["notes"].append("packed32: " + why.split(";")[0])
+    if p.group != 1:
+        row["notes"].append("group {} > 1: not supported by SparseConv2d".format(p.group))
+    return row
+
+
+def inspect_model(model):
+    """Report dict {"layers": [...], "totals": {...}} of every Conv node in the main graph."""
+    graph = model.graph
+    convs = [n for n in graph.node if n.op_type == "Conv" and n.domain in ("", "ai.onnx")]
+    if not convs:
+        raise TrtSparseError("the model has no Conv nodes ({} nodes, none of type Conv)".format(len(graph.node)))
+    cache = {"model": model}
+    layers = [_layer(graph, node, i, cache) for i, node in enumerate(convs)]
+    known = [l for l in layers if l["nnz"] is not None]
+    params = sum(l["params"] for l in known)
+    nnz = sum(l["nnz"] for l in known)
+    exact = [l["exact_bytes"] for l in known if l["exact_bytes"] is not None]
+    totals = dict(
+        conv_layers=len(layers),
+        constant_weight_layers=len(known),
+        params=params,
+        nnz=nnz,
+        sparsity=(1.0 - nnz / float(params)) if params else 0.0,
+        dense_bytes=sum(l["dense_bytes"] for l in known),
+        exact_bytes=sum(exact),
+        # packed32 where the layer fits it, exact otherwise (what a mixed conversion would carry)
+        packed32_bytes=sum(l["packed32_bytes"] if l["packed32_bytes"] is not None else (l["exact_bytes"] or 0)
+                           for l in known),
+        packed32_unavailable=sum(1 for l in known if l["packed32_bytes"] is None),
+    )
+    return {"layers": layers, "totals": totals}
+
+
+def _kib(n):
+    return "-" if n is None else "{:.1f}".format(n / 1024.0)
+
+
+def _tuple(v):
+    return "-" if v is None else ",".join(str(i) for i in v)
+
+
+def format_table(report, title=None):
+    """Human-readable table of an :func:`inspect_model` report."""
+    head = ["layer", "weight KxCxRxS", "stride", "pads t,l,b,r", "dil", "grp", "sparsity", "nnz",
+            "dense KiB", "exact KiB", "packed32 KiB", "note"]
+    rows = []
+    for l in report["layers"]:
+        rows.append([
+            l["name"],
+            "x".join(str(d) for d in l["weight_shape"]) if l["weight_shape"] else "-",
+            _tuple(l["strides"]), _tuple(l["pads"]), _tuple(l["dilations"]),
+            "-" if l["group"] is None else str(l["group"]),
+            "-" if l["sparsity"] is None else "{:.1f}%".format(100.0 * l["sparsity"]),
+            "-" if l["nnz"] is None else str(l["nnz"]),
+            _kib(l["dense_bytes"]), _kib(l["exact_bytes"]), _kib(l["packed32_bytes"]),
+            "; ".join(l["notes"]),
+        ])
+    t = report["totals"]
+    rows.append(["TOTAL ({} Conv)".format(t["conv_layers"]), "", "", "", "", "",
+                 "{:.1f}%".format(100.0 * t["sparsity"]), str(t["nnz"]), _kib(t["dense_bytes"]),
+                 _kib(t["exact_bytes"]), _kib(t["packed32_bytes"]),
+                 "{} of {} with constant weights".format(t["constant_weight_layers"], t["conv_layers"])])
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+    numeric = set(range(6, 11))
+
+    def fmt_row(r):
+        cells = [c.rjust(widths[i]) if i in numeric else c.ljust(widths[i]) for i, c in enumerate(r)]
+        return "  ".join(cells).rstrip()
+
+    lines = [title] if title else []
+    lines.append(fmt_row(head))
+    lines.append("  ".join("-" * w for w in widths).rstrip())
+    lines.extend(fmt_row(r) for r in rows[:-1])
+    lines.append("  ".join("-" * w for w in widths).rstrip())
+    lines.append(fmt_row(rows[-1]))
+    if t["dense_bytes"]:
+        lines.append("weights: dense {} KiB -> exact {} KiB ({:.2f}x), packed32 {} KiB ({:.2f}x)".format(
+            _kib(t["dense_bytes"]), _kib(t["exact_bytes"]), t["dense_bytes"] / float(max(t["exact_bytes"], 1)),
+            _kib(t["packed32_bytes"]), t["dense_bytes"] / float(max(t["packed32_bytes"], 1))))
+    return "\n".join(lines)
+
+
+def run(args):
+    """Print the per-Conv report of ``args.model``; returns 0."""
+    model = load_model(args.model)
+    report = inspect_model(model)
+    if args.json:
+        report = dict(model=args.model, **report)
+        json.dump(report, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(format_table(report, title="{}: {} Conv layers".format(args.model, report["totals"]["conv_layers"])))
+    return 0
