@@ -141,17 +141,18 @@ def resolve_profiles(inputs, profiles, warn=None):
         dynamic = any(d < 0 for d in dims)
         if name in profiles:
             prof = profiles[name]
-            for which, shape in zip(("min", "opt", "max"), prof):
+            names = ("",) * 3 if prof[0] == prof[1] == prof[2] else ("min ", "opt ", "max ")
+            for which, shape in zip(names, prof):
                 if len(shape) != len(dims):
                     raise TrtSparseError(
-                        "input {} has rank {} ({}), the {} shape {} has rank {}".format(
+                        "input {} has rank {} ({}), the {}shape {} has rank {}".format(
                             name, len(dims), format_dims(dims), which, format_dims(shape), len(shape)
                         )
                     )
                 for axis, (want, got) in enumerate(zip(dims, shape)):
                     if want >= 0 and want != got:
                         raise TrtSparseError(
-                            "input {} dimension {} is fixed to {} in the model, the {} shape asks {}".format(
+                            "input {} dimension {} is fixed to {} in the model, the {}shape asks {}".format(
                                 name, axis, want, which, got
                             )
                         )
@@ -264,11 +265,18 @@ def _atomic_write_bytes(path, data):
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
+
+
+def _umask():
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_json_atomic(path, obj):
