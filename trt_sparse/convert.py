@@ -597,22 +597,36 @@ def _export(graph, model):
 _PROTO_LIMIT = 2 ** 31 - 1
 
 
-def check_output_model(model, path=None):
-    """``onnx.checker.check_model(full_check=True)`` on the rewritten model.
-
-    The SparseConv2d node lives in the custom domain ``trt_sparse``; the checker
-    skips schema checks for domains it has no schemas for, so the full check
-    (including strict shape inference) runs on everything else unchanged. Models
-    over 2 GB are checked from ``path`` (their external-data file) instead.
-    Raises TrtSparseError with the checker's message.
-    """
+def _run_checker(model, path=None):
+    """None if ``onnx.checker.check_model(full_check=True)`` passes, else its one-line message."""
     try:
         if model.ByteSize() < _PROTO_LIMIT:
             onnx.checker.check_model(model, full_check=True)
         elif path is not None:
             onnx.checker.check_model(path, full_check=True)
         else:
-            return False
+            return "not checked: over 2 GB and no file yet"
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
-        raise TrtSparseError("the rewritten model fails onnx.checker: {}".format(" ".join(str(exc).split())[:300]))
-    return True
+        return " ".join(str(exc).split())[:300]
+    return None
+
+
+def check_output_model(model, path=None, original=None, original_path=None):
+    """``onnx.checker.check_model(full_check=True)`` on the rewritten model.
+
+    The SparseConv2d node lives in the custom domain ``trt_sparse``; the checker
+    skips schema checks for domains it has no schemas for, so the full check
+    (including strict shape inference) runs on everything else unchanged. Models
+    over 2 GB are checked from ``path`` (their external-data file) instead.
+    Returns None when the check passes, or a warning when the *original* model
+    fails the same check (the rewrite cannot repair it); raises TrtSparseError
+    when only the rewritten model fails.
+    """
+    msg = _run_checker(model, path)
+    if msg is None or msg.startswith("not checked"):
+        return msg
+    if original is not None:
+        orig_msg = _run_checker(original, original_path)
+        if orig_msg is not None:
+            return "the input model already fails onnx.checker full check ({})".format(orig_msg)
+    raise TrtSparseError("the rewritten model fails onnx.checker: {}".format(msg))

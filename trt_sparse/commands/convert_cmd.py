@@ -81,7 +81,7 @@ def run(args):
     options = ConvertOptions(policy=policy, weights=args.weights, fuse=not args.no_fuse,
                              input_shapes=shapes, batch=args.batch)
     result = convert_model(model, options)
-    checked = check_output_model(result.model)
+    check_note = check_output_model(result.model, original=model, original_path=args.input)
     if not args.no_verify and result.converted:
         result.verification = verify_models(model, result.model, atol=args.atol, rtol=args.rtol,
                                             input_shapes=shapes, batch=args.batch, seed=args.seed,
@@ -95,8 +95,10 @@ def run(args):
                              "(--atol/--rtol to loosen, --no-verify to skip)".format(
                                  result.verification.max_rel, result.verification.rtol, args.output))
     save_model_atomic(result.model, args.output, src_path=args.input, external_data=args.external_data)
-    if not checked:
-        check_output_model(result.model, args.output)
+    if check_note and check_note.startswith("not checked"):
+        check_note = check_output_model(result.model, args.output, model, args.input)
+    if check_note:
+        print("warning: " + check_note, file=sys.stderr)
     if args.report:
         rpt.write_report(result, args.report, args.input, args.output)
     if not result.converted:
