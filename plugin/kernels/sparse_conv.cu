@@ -1,0 +1,555 @@
+/*
+ * Host side of the kernel library: plan creation (validation of the canonical
+ * CSR weights, re-layout per kernel variant, upload), variant choice (heuristic
+ * or timed by tsc_plan_tune), enqueue, errors. C++14 host code.
+ */
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "sparse_conv.h"
+#include "tsc_internal.h"
+
+namespace tsc {
+static const TileCfgInfo kCfgTable[GEOM_COUNT][TILE_CFGS] =
+#include "tile_dispatch.inc.table"
+    ;
+TileCfgInfo tile_cfg_info(int geom, int cfg) { return kCfgTable[geom][cfg]; }
+}  // namespace tsc
+
+namespace {
+
+thread_local std::string g_last_error;
+
+tsc_status fail(tsc_status st, const std::string& msg) {
+    g_last_error = msg;
+    return st;
+}
+
+tsc_status cuda_fail(cudaError_t e, const char* what) {
+    return fail(TSC_ERR_CUDA, std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+/* A kernel variant: generic, or a tile config with its split and lane shape. */
+struct Variant {
+    int kind;   /* 0 generic, 1 tile */
+    int cfg;
+    int nsplit;
+    int lw_log2;
+};
+
+struct TileLayout {
+    int kt = 0;
+    int groups = 0;
+    int2* entries = nullptr; /* nnz + 1 (sentinel) */
+    int* goff = nullptr;     /* groups + 1 */
+    int* perm = nullptr;     /* groups * kt */
+};
+
+struct Tuned {
+    int N, H, W;
+    Variant v;
+};
+
+}  // namespace
+
+struct tsc_plan {
+    tsc_conv_desc d;
+    tsc_dtype dtype;
+    tsc_layout layout;
+    int nnz = 0;
+    int geom = -1; /* tile geometry, -1 when only the generic kernel applies */
+    int4* gentries = nullptr;
+    int* growoff = nullptr;
+    float* bias = nullptr;
+    TileLayout lay[3]; /* kt = 8, 16, 32 */
+    int smem_optin = 48 * 1024;
+    int sm_count = 1;
+    mutable std::mutex mu;
+    std::vector<Tuned> tuned;
+};
+
+namespace {
+
+int lay_index(int kt) { return kt == 8 ? 0 : (kt == 16 ? 1 : 2); }
+
+bool is_finite(float v) { return std::isfinite(v); }
+
+tsc_status validate_desc(const tsc_conv_desc* d) {
+    if (!d) return fail(TSC_ERR_INVALID_ARGUMENT, "desc is NULL");
+    if (d->K < 1 || d->C < 1 || d->R < 1 || d->S < 1)
+        return fail(TSC_ERR_INVALID_ARGUMENT, "weight_shape K, C, R, S must be >= 1");
+    if (d->stride_h < 1 || d->stride_w < 1) return fail(TSC_ERR_INVALID_ARGUMENT, "strides must be >= 1");
+    if (d->dilation_h < 1 || d->dilation_w < 1) return fail(TSC_ERR_INVALID_ARGUMENT, "dilations must be >= 1");
+    if (d->pad_top < 0 || d->pad_left < 0 || d->pad_bottom < 0 || d->pad_right < 0)
+        return fail(TSC_ERR_INVALID_ARGUMENT, "pads must be >= 0");
+    if (d->activation < 0 || d->activation > 2)
+        return fail(TSC_ERR_INVALID_ARGUMENT, "activation must be 0 (none), 1 (relu) or 2 (clip)");
+    if (d->activation == 2 && (!is_finite(d->clip_min) || !is_finite(d->clip_max) || d->clip_min > d->clip_max))
+        return fail(TSC_ERR_INVALID_ARGUMENT, "clip_min/clip_max must be finite with clip_min <= clip_max");
+    if ((long long)d->C * d->R * d->S >= (1LL << 31)) return fail(TSC_ERR_OVERFLOW, "C*R*S does not fit int32");
+    if ((long long)d->R * d->dilation_h >= (1LL << 30) || (long long)d->S * d->dilation_w >= (1LL << 30))
+        return fail(TSC_ERR_OVERFLOW, "dilated kernel extent overflows int32");
+    if (d->K > 65535) return fail(TSC_ERR_UNSUPPORTED, "K > 65535 output channels is not supported");
+    return TSC_OK;
+}
+
+tsc_status validate_weights(const tsc_conv_desc* d, const tsc_weights* w) {
+    if (!w) return fail(TSC_ERR_INVALID_ARGUMENT, "weights is NULL");
+    if (!w->row_offsets) return fail(TSC_ERR_INVALID_ARGUMENT, "row_offsets is NULL");
+    const long long crs = (long long)d->C * d->R * d->S;
+    if (w->row_offsets[0] != 0) return fail(TSC_ERR_INVALID_ARGUMENT, "row_offsets[0] must be 0");
+    for (int k = 0; k < d->K; ++k)
+        if (w->row_offsets[k + 1] < w->row_offsets[k])
+            return fail(TSC_ERR_INVALID_ARGUMENT, "row_offsets must be non-decreasing (at k=" + std::to_string(k) + ")");
+    const int nnz = w->row_offsets[d->K];
+    if (nnz > 0 && (!w->indices || !w->values))
+        return fail(TSC_ERR_INVALID_ARGUMENT, "indices/values are NULL but nnz > 0");
+    for (int k = 0; k < d->K; ++k) {
+        for (int i = w->row_offsets[k]; i < w->row_offsets[k + 1]; ++i) {
+            const int idx = w->indices[i];
+            if (idx < 0 || idx >= crs)
+                return fail(TSC_ERR_INVALID_ARGUMENT, "indices[" + std::to_string(i) + "] = " + std::to_string(idx) +
+                                                          " out of range [0, C*R*S)");
+            if (i > w->row_offsets[k] && idx <= w->indices[i - 1])
+                return fail(TSC_ERR_INVALID_ARGUMENT,
+                            "indices must be strictly increasing within output channel " + std::to_string(k));
+            if (!is_finite(w->values[i]))
+                return fail(TSC_ERR_INVALID_ARGUMENT, "values[" + std::to_string(i) + "] is not finite");
+        }
+    }
+    if (w->bias)
+        for (int k = 0; k < d->K; ++k)
+            if (!is_finite(w->bias[k])) return fail(TSC_ERR_INVALID_ARGUMENT, "bias[" + std::to_string(k) + "] is not finite");
+    return TSC_OK;
+}
+
+int tile_geom_of(const tsc_conv_desc* d, tsc_layout layout) {
+    if (layout != TSC_NCHW || d->dilation_h != 1 || d->dilation_w != 1) return -1;
+    if (d->stride_h != d->stride_w || d->stride_h > 2) return -1;
+    if (d->C >= (1 << (31 - tsc::kCaseBits))) return -1;
+    const bool s2 = d->stride_h == 2;
+    if (d->R == 3 && d->S == 3) return s2 ? tsc::GEOM_3x3_S2 : tsc::GEOM_3x3_S1;
+    if (d->R == 1 && d->S == 1) return s2 ? tsc::GEOM_1x1_S2 : tsc::GEOM_1x1_S1;
+    return -1;
+}
+
+template <typename T>
+tsc_status upload(T** dst, const void* src, size_t count) {
+    const size_t bytes = std::max<size_t>(count, 1) * sizeof(T);
+    cudaError_t e = cudaMalloc(reinterpret_cast<void**>(dst), bytes);
+    if (e != cudaSuccess) {
+        *dst = nullptr;
+        if (e == cudaErrorMemoryAllocation) return fail(TSC_ERR_OUT_OF_MEMORY, "cudaMalloc failed");
+        return cuda_fail(e, "cudaMalloc");
+    }
+    if (count) {
+        e = cudaMemcpy(*dst, src, count * sizeof(T), cudaMemcpyHostToDevice);
+        if (e != cudaSuccess) return cuda_fail(e, "cudaMemcpy");
+    } else {
+        e = cudaMemset(*dst, 0, bytes);
+        if (e != cudaSuccess) return cuda_fail(e, "cudaMemset");
+    }
+    return TSC_OK;
+}
+
+/* Output channels dealt to groups of kt slots: sorted by nnz, snake order, so
+ * every group (one warp's channel set) carries a similar number of nonzeros. */
+tsc_status build_tile_layout(tsc_plan* p, const tsc_weights* w, int kt, TileLayout* out) {
+    const tsc_conv_desc& d = p->d;
+    const int K = d.K, RS = d.R * d.S;
+    const int G = (K + kt - 1) / kt;
+    std::vector<int> order(K);
+    for (int k = 0; k < K; ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        return (w->row_offsets[a + 1] - w->row_offsets[a]) > (w->row_offsets[b + 1] - w->row_offsets[b]);
+    });
+    std::vector<int> perm((size_t)G * kt, -1);
+    std::vector<int> fill(G, 0);
+    for (int i = 0; i < K; ++i) {
+        const int round = i / G, pos = i % G;
+        const int g = (round & 1) ? (G - 1 - pos) : pos;
+        perm[(size_t)g * kt + fill[g]++] = order[i];
+    }
+    std::vector<int2> entries;
+    entries.reserve((size_t)p->nnz + 1);
+    std::vector<int> goff(G + 1, 0);
+    std::vector<std::pair<long long, int2>> tmp;
+    for (int g = 0; g < G; ++g) {
+        tmp.clear();
+        for (int kl = 0; kl < kt; ++kl) {
+            const int k = perm[(size_t)g * kt + kl];
+            if (k < 0) continue;
+            for (int i = w->row_offsets[k]; i < w->row_offsets[k + 1]; ++i) {
+                const int idx = w->indices[i];
+                const int c = idx / RS, rs = idx % RS;
+                const int cs = kl * RS + rs;
+                int2 e;
+                std::memcpy(&e.x, &w->values[i], 4);
+                e.y = (c << tsc::kCaseBits) | cs;
+                tmp.push_back(std::make_pair(((long long)c << tsc::kCaseBits) | cs, e));
+            }
+        }
+        std::stable_sort(tmp.begin(), tmp.end(),
+                         [](const std::pair<long long, int2>& a, const std::pair<long long, int2>& b) { return a.first < b.first; });
+        for (size_t i = 0; i < tmp.size(); ++i) entries.push_back(tmp[i].second);
+        goff[g + 1] = (int)entries.size();
+    }
+    int2 sentinel;
+    sentinel.x = 0;
+    sentinel.y = 0;
+    entries.push_back(sentinel);
+    out->kt = kt;
+    out->groups = G;
+    tsc_status st;
+    if ((st = upload(&out->entries, entries.data(), entries.size())) != TSC_OK) return st;
+    if ((st = upload(&out->goff, goff.data(), goff.size())) != TSC_OK) return st;
+    if ((st = upload(&out->perm, perm.data(), perm.size())) != TSC_OK) return st;
+    return TSC_OK;
+}
+
+void free_plan(tsc_plan* p) {
+    if (!p) return;
+    cudaFree(p->gentries);
+    cudaFree(p->growoff);
+    cudaFree(p->bias);
+    for (int i = 0; i < 3; ++i) {
+        cudaFree(p->lay[i].entries);
+        cudaFree(p->lay[i].goff);
+        cudaFree(p->lay[i].perm);
+    }
+    delete p;
+}
+
+tsc_status out_dims(const tsc_conv_desc* d, int H, int W, int* P, int* Q) {
+    if (H < 1 || W < 1) return fail(TSC_ERR_INVALID_ARGUMENT, "input H and W must be >= 1");
+    const long long ph = (long long)H + d->pad_top + d->pad_bottom - (long long)d->dilation_h * (d->R - 1) - 1;
+    const long long pw = (long long)W + d->pad_left + d->pad_right - (long long)d->dilation_w * (d->S - 1) - 1;
+    if (ph < 0 || pw < 0) return fail(TSC_ERR_INVALID_ARGUMENT, "output would be empty (kernel larger than padded input)");
+    const long long p = ph / d->stride_h + 1, q = pw / d->stride_w + 1;
+    if (p >= (1LL << 31) || q >= (1LL << 31)) return fail(TSC_ERR_OVERFLOW, "output size overflows int32");
+    *P = (int)p;
+    *Q = (int)q;
+    return TSC_OK;
+}
+
+int ilog2_ceil(int v) {
+    int l = 0;
+    while ((1 << l) < v) ++l;
+    return l;
+}
+
+/* Tile launch parameters for a variant; false if it cannot run this shape. */
+bool tile_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P, int Q, const void* x, void* y,
+                 tsc::TileParams* tp) {
+    const tsc::TileCfgInfo ci = tsc::tile_cfg_info(p->geom, v.cfg);
+    const TileLayout& L = p->lay[lay_index(ci.kt)];
+    if (!L.entries || v.lw_log2 < 0 || v.lw_log2 > 5 || v.nsplit < 1 || v.nsplit > 8) return false;
+    if ((long long)tsc::tile_smem_bytes(p->geom, v.cfg, v.nsplit) > p->smem_optin) return false;
+    const int lw = 1 << v.lw_log2, lh = 32 >> v.lw_log2;
+    tp->x = x;
+    tp->y = y;
+    tp->entries = L.entries;
+    tp->group_off = L.goff;
+    tp->perm = L.perm;
+    tp->bias = p->bias;
+    tp->N = N; tp->C = p->d.C; tp->H = H; tp->W = W; tp->K = p->d.K; tp->P = P; tp->Q = Q;
+    tp->pad_top = p->d.pad_top;
+    tp->pad_left = p->d.pad_left;
+    tp->lw_log2 = v.lw_log2;
+    tp->tiles_w = (Q + lw * ci.pw - 1) / (lw * ci.pw);
+    tp->tiles_h = (P + lh * ci.ph - 1) / (lh * ci.ph);
+    tp->nsplit = v.nsplit;
+    tp->act = p->d.activation;
+    tp->clip_min = p->d.clip_min;
+    tp->clip_max = p->d.clip_max;
+    if ((long long)tp->tiles_w * tp->tiles_h * N >= (1LL << 31) || L.groups > 65535) return false;
+    if ((long long)H * W >= (1LL << 31)) return false;
+    return true;
+}
+
+int default_lw(const tsc_plan* p, int cfg, int Q) {
+    const tsc::TileCfgInfo ci = tsc::tile_cfg_info(p->geom, cfg);
+    return std::min(5, ilog2_ceil((Q + ci.pw - 1) / ci.pw));
+}
+
+/* Heuristic variant: enough warps to cover the SMs' schedulers, enough work per warp. */
+Variant heuristic_variant(const tsc_plan* p, int N, int H, int W, int P, int Q) {
+    Variant v = {0, 0, 1, 0};
+    if (p->geom < 0) return v;
+    v.kind = 1;
+    v.cfg = 0;
+    v.lw_log2 = default_lw(p, v.cfg, Q);
+    const tsc::TileCfgInfo ci = tsc::tile_cfg_info(p->geom, v.cfg);
+    const int lw = 1 << v.lw_log2, lh = 32 >> v.lw_log2;
+    const long long tiles = (long long)((Q + lw * ci.pw - 1) / (lw * ci.pw)) * ((P + lh * ci.ph - 1) / (lh * ci.ph)) * N;
+    const long long groups = (p->d.K + ci.kt - 1) / ci.kt;
+    const long long nz_per_group = std::max<long long>(1, p->nnz / std::max<long long>(1, groups));
+    const long long target = 8LL * p->sm_count; /* ~2 warps per scheduler */
+    int ns = 1;
+    while (ns < 8 && tiles * groups * ns < target && nz_per_group / (ns * 2) >= 16 &&
+           (long long)tsc::tile_smem_bytes(p->geom, v.cfg, ns * 2) <= p->smem_optin)
+        ns *= 2;
+    v.nsplit = ns;
+    (void)H;
+    (void)W;
+    return v;
+}
+
+tsc_status launch_variant(const tsc_plan* p, const Variant& v, int N, int H, int W, int P, int Q, const void* x, void* y,
+                          cudaStream_t s) {
+    cudaError_t e;
+    if (v.kind == 1) {
+        tsc::TileParams tp;
+        if (!tile_params(p, v, N, H, W, P, Q, x, y, &tp))
+            return fail(TSC_ERR_UNSUPPORTED, "tile variant cannot run this shape");
+        e = p->dtype == TSC_FLOAT16 ? tsc::launch_tile_f16(p->geom, v.cfg, tp, s)
+                                    : tsc::launch_tile_f32(p->geom, v.cfg, tp, s);
+    } else {
+        tsc::GenericParams gp;
+        gp.x = x; gp.y = y; gp.entries = p->gentries; gp.row_off = p->growoff; gp.bias = p->bias;
+        gp.N = N; gp.C = p->d.C; gp.H = H; gp.W = W; gp.K = p->d.K; gp.P = P; gp.Q = Q;
+        gp.stride_h = p->d.stride_h; gp.stride_w = p->d.stride_w;
+        gp.pad_top = p->d.pad_top; gp.pad_left = p->d.pad_left;
+        gp.act = p->d.activation; gp.clip_min = p->d.clip_min; gp.clip_max = p->d.clip_max;
+        if ((long long)P * Q / 128 + 1 >= (1LL << 31)) return fail(TSC_ERR_OVERFLOW, "output plane too large");
+        e = tsc::launch_generic(p->dtype == TSC_FLOAT16, p->layout == TSC_NHWC, gp, s);
+    }
+    if (e != cudaSuccess) return cuda_fail(e, "kernel launch");
+    return TSC_OK;
+}
+
+tsc_status check_enqueue_args(const tsc_plan* p, int N, int H, int W, const void* x, void* y, int* P, int* Q) {
+    if (!p) return fail(TSC_ERR_INVALID_ARGUMENT, "plan is NULL");
+    if (N < 1) return fail(TSC_ERR_INVALID_ARGUMENT, "batch N must be >= 1");
+    tsc_status st = out_dims(&p->d, H, W, P, Q);
+    if (st != TSC_OK) return st;
+    if (!x || !y) return fail(TSC_ERR_INVALID_ARGUMENT, "input/output pointer is NULL");
+    return TSC_OK;
+}
+
+Variant chosen_variant(const tsc_plan* p, int N, int H, int W, int P, int Q) {
+    {
+        std::lock_guard<std::mutex> lock(p->mu);
+        for (size_t i = 0; i < p->tuned.size(); ++i)
+            if (p->tuned[i].N == N && p->tuned[i].H == H && p->tuned[i].W == W) return p->tuned[i].v;
+    }
+    return heuristic_variant(p, N, H, W, P, Q);
+}
+
+std::once_flag g_smem_once[64];
+
+}  // namespace
+
+extern "C" {
+
+int32_t tsc_abi_version(void) { return TSC_ABI_VERSION; }
+
+const char* tsc_status_string(tsc_status s) {
+    switch (s) {
+        case TSC_OK: return "TSC_OK";
+        case TSC_ERR_INVALID_ARGUMENT: return "TSC_ERR_INVALID_ARGUMENT";
+        case TSC_ERR_UNSUPPORTED: return "TSC_ERR_UNSUPPORTED";
+        case TSC_ERR_OVERFLOW: return "TSC_ERR_OVERFLOW";
+        case TSC_ERR_OUT_OF_MEMORY: return "TSC_ERR_OUT_OF_MEMORY";
+        case TSC_ERR_CUDA: return "TSC_ERR_CUDA";
+    }
+    return "TSC_ERR_UNKNOWN";
+}
+
+const char* tsc_last_error(void) { return g_last_error.c_str(); }
+
+tsc_status tsc_output_dims(const tsc_conv_desc* desc, int32_t H, int32_t W, int32_t* P, int32_t* Q) {
+    g_last_error.clear();
+    tsc_status st = validate_desc(desc);
+    if (st != TSC_OK) return st;
+    if (!P || !Q) return fail(TSC_ERR_INVALID_ARGUMENT, "P/Q pointers are NULL");
+    return out_dims(desc, H, W, P, Q);
+}
+
+tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights, tsc_dtype dtype, tsc_layout layout,
+                           tsc_plan** plan) {
+    g_last_error.clear();
+    if (!plan) return fail(TSC_ERR_INVALID_ARGUMENT, "plan out-pointer is NULL");
+    *plan = nullptr;
+    tsc_status st = validate_desc(desc);
+    if (st != TSC_OK) return st;
+    if (dtype != TSC_FLOAT32 && dtype != TSC_FLOAT16) return fail(TSC_ERR_INVALID_ARGUMENT, "dtype must be fp32 or fp16");
+    if (layout != TSC_NCHW && layout != TSC_NHWC) return fail(TSC_ERR_INVALID_ARGUMENT, "layout must be NCHW or NHWC");
+    if ((st = validate_weights(desc, weights)) != TSC_OK) return st;
+
+    tsc_plan* p = new tsc_plan();
+    p->d = *desc;
+    p->dtype = dtype;
+    p->layout = layout;
+    p->nnz = weights->row_offsets[desc->K];
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) { free_plan(p); return cuda_fail(e, "cudaGetDevice"); }
+    cudaDeviceGetAttribute(&p->sm_count, cudaDevAttrMultiProcessorCount, dev);
+    int optin = 48 * 1024;
+    if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess || optin < 48 * 1024)
+        optin = 48 * 1024;
+    p->smem_optin = std::min(optin, 8 * 128 * 32 * 4); /* largest split buffer any variant needs */
+    cudaGetLastError();
+
+    /* generic layout: CSR over k of (value, c, r*dh, s*dw) */
+    const int RS = desc->R * desc->S;
+    std::vector<int4> ge((size_t)p->nnz);
+    for (int i = 0; i < p->nnz; ++i) {
+        const int idx = weights->indices[i];
+        int4 q;
+        std::memcpy(&q.x, &weights->values[i], 4);
+        q.y = idx / RS;
+        q.z = ((idx % RS) / desc->S) * desc->dilation_h;
+        q.w = (idx % desc->S) * desc->dilation_w;
+        ge[i] = q;
+    }
+    std::vector<float> bias(desc->K, 0.0f);
+    if (weights->bias) std::memcpy(bias.data(), weights->bias, sizeof(float) * desc->K);
+    if ((st = upload(&p->gentries, ge.data(), ge.size())) != TSC_OK ||
+        (st = upload(&p->growoff, weights->row_offsets, (size_t)desc->K + 1)) != TSC_OK ||
+        (st = upload(&p->bias, bias.data(), bias.size())) != TSC_OK) {
+        free_plan(p);
+        return st;
+    }
+    p->geom = tile_geom_of(desc, layout);
+    if (p->geom >= 0) {
+        bool need[3] = {false, false, false};
+        for (int c = 0; c < tsc::TILE_CFGS; ++c) need[lay_index(tsc::tile_cfg_info(p->geom, c).kt)] = true;
+        const int kts[3] = {8, 16, 32};
+        for (int i = 0; i < 3; ++i) {
+            if (!need[i]) continue;
+            if ((st = build_tile_layout(p, weights, kts[i], &p->lay[i])) != TSC_OK) {
+                free_plan(p);
+                return st;
+            }
+        }
+        if (dev >= 0 && dev < 64) {
+            const int bytes = p->smem_optin;
+            std::call_once(g_smem_once[dev], [bytes]() {
+                tsc::tile_set_smem_limit_f32(bytes);
+                tsc::tile_set_smem_limit_f16(bytes);
+            });
+        }
+        cudaGetLastError();
+    }
+    *plan = p;
+    return TSC_OK;
+}
+
+void tsc_plan_destroy(tsc_plan* plan) { free_plan(plan); }
+
+size_t tsc_workspace_size(const tsc_plan* plan, int32_t N, int32_t H, int32_t W) {
+    (void)plan; (void)N; (void)H; (void)W;
+    return 0;
+}
+
+tsc_status tsc_enqueue(const tsc_plan* plan, int32_t N, int32_t H, int32_t W, const void* input, void* output,
+                       void* workspace, void* stream) {
+    g_last_error.clear();
+    (void)workspace;
+    int P = 0, Q = 0;
+    tsc_status st = check_enqueue_args(plan, N, H, W, input, output, &P, &Q);
+    if (st != TSC_OK) return st;
+    Variant v = chosen_variant(plan, N, H, W, P, Q);
+    return launch_variant(plan, v, N, H, W, P, Q, input, output, static_cast<cudaStream_t>(stream));
+}
+
+tsc_status tsc_plan_tune(tsc_plan* plan, int32_t N, int32_t H, int32_t W, const void* input, void* output,
+                         void* workspace, void* stream) {
+    g_last_error.clear();
+    (void)workspace;
+    int P = 0, Q = 0;
+    tsc_status st = check_enqueue_args(plan, N, H, W, input, output, &P, &Q);
+    if (st != TSC_OK) return st;
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    std::vector<Variant> cands;
+    Variant gen = {0, 0, 1, 0};
+    cands.push_back(gen);
+    if (plan->geom >= 0) {
+        for (int c = 0; c < tsc::TILE_CFGS; ++c) {
+            const int lw0 = default_lw(plan, c, Q);
+            for (int ns = 1; ns <= 8; ns *= 2)
+                for (int dl = 0; dl < 2; ++dl) {
+                    Variant v = {1, c, ns, lw0 - dl};
+                    tsc::TileParams tp;
+                    if (v.lw_log2 >= 0 && tile_params(plan, v, N, H, W, P, Q, input, output, &tp)) cands.push_back(v);
+                }
+        }
+    }
+    cudaEvent_t e0, e1;
+    cudaError_t ce;
+    if ((ce = cudaEventCreate(&e0)) != cudaSuccess) return cuda_fail(ce, "cudaEventCreate");
+    if ((ce = cudaEventCreate(&e1)) != cudaSuccess) { cudaEventDestroy(e0); return cuda_fail(ce, "cudaEventCreate"); }
+    float best = 1e30f;
+    Variant bestv = heuristic_variant(plan, N, H, W, P, Q);
+    const int reps = 5;
+    for (size_t i = 0; i < cands.size(); ++i) {
+        st = launch_variant(plan, cands[i], N, H, W, P, Q, input, output, s); /* warm-up */
+        if (st != TSC_OK) continue;
+        float tmin = 1e30f;
+        for (int trial = 0; trial < 3; ++trial) {
+            cudaEventRecord(e0, s);
+            for (int r = 0; r < reps; ++r) launch_variant(plan, cands[i], N, H, W, P, Q, input, output, s);
+            cudaEventRecord(e1, s);
+            if ((ce = cudaEventSynchronize(e1)) != cudaSuccess) {
+                cudaEventDestroy(e0); cudaEventDestroy(e1);
+                return cuda_fail(ce, "tuning run");
+            }
+            float ms = 0.0f;
+            cudaEventElapsedTime(&ms, e0, e1);
+            tmin = std::min(tmin, ms);
+        }
+        if (tmin < best) { best = tmin; bestv = cands[i]; }
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    g_last_error.clear();
+    std::lock_guard<std::mutex> lock(plan->mu);
+    for (size_t i = 0; i < plan->tuned.size(); ++i)
+        if (plan->tuned[i].N == N && plan->tuned[i].H == H && plan->tuned[i].W == W) {
+            plan->tuned[i].v = bestv;
+            return TSC_OK;
+        }
+    Tuned t = {N, H, W, bestv};
+    plan->tuned.push_back(t);
+    return TSC_OK;
+}
+
+size_t tsc_plan_describe(const tsc_plan* plan, char* buf, size_t buf_len) {
+    if (!plan) return 0;
+    std::string s = std::string("dtype=") + (plan->dtype == TSC_FLOAT16 ? "fp16(fp32-accumulate)" : "fp32") +
+                    " layout=" + (plan->layout == TSC_NHWC ? "NHWC" : "NCHW") + " K=" + std::to_string(plan->d.K) +
+                    " C=" + std::to_string(plan->d.C) + " R=" + std::to_string(plan->d.R) + " S=" +
+                    std::to_string(plan->d.S) + " nnz=" + std::to_string(plan->nnz) +
+                    " tile_geom=" + std::to_string(plan->geom);
+    {
+        std::lock_guard<std::mutex> lock(plan->mu);
+        for (size_t i = 0; i < plan->tuned.size(); ++i) {
+            const Tuned& t = plan->tuned[i];
+            s += " tuned[" + std::to_string(t.N) + "x" + std::to_string(t.H) + "x" + std::to_string(t.W) + "]=";
+            if (t.v.kind == 0) {
+                s += "generic";
+            } else {
+                const tsc::TileCfgInfo ci = tsc::tile_cfg_info(plan->geom, t.v.cfg);
+                s += "tile(kt=" + std::to_string(ci.kt) + ",px=" + std::to_string(ci.ph) + "x" + std::to_string(ci.pw) +
+                     ",split=" + std::to_string(t.v.nsplit) + ",lw=" + std::to_string(1 << t.v.lw_log2) + ")";
+            }
+        }
+    }
+    if (buf && buf_len) {
+        const size_t n = std::min(buf_len - 1, s.size());
+        std::memcpy(buf, s.data(), n);
+        buf[n] = '\0';
+    }
+    return s.size() + 1;
+}
+
+}  // extern "C"
