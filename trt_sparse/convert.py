@@ -630,3 +630,26 @@ def check_output_model(model, path=None, original=None, original_path=None):
         if orig_msg is not None:
             return "the input model already fails onnx.checker full check ({})".format(orig_msg)
     raise TrtSparseError("the rewritten model fails onnx.checker: {}".format(msg))
+
+
+def mark_attribute_tensors_external(model, location, size_threshold=1024):
+    """Mark the SparseConv2d TENSOR attributes (>= ``size_threshold`` bytes) for external data at ``location``.
+
+    ``onnx.save_model(save_as_external_data=True)`` moves only initializers by
+    default; the rewritten model's weights live in node attributes, so they are
+    marked here and written into the same ``.data`` file. (TensorRT's ONNX parser
+    reads TENSOR attributes through the same external-data-aware weight loader as
+    initializers.) Returns the number of tensors marked.
+    """
+    from onnx.external_data_helper import set_external_data
+
+    count = 0
+    for node in model.graph.node:
+        if node.op_type != PLUGIN_OP:
+            continue
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.TENSOR and attr.t.HasField("raw_data") \
+                    and len(attr.t.raw_data) >= size_threshold:
+                set_external_data(attr.t, location)
+                count += 1
+    return count

@@ -63,7 +63,7 @@ def check_paths(input_path, output_path, report=None, external_data=False):
 def run(args):
     """Convert, check, verify, then write the model and the report."""
     from .. import report as rpt
-    from ..convert import ConvertOptions, check_output_model, convert_model
+    from ..convert import ConvertOptions, check_output_model, convert_model, mark_attribute_tensors_external
     from ..errors import TrtSparseError
     from ..onnx_io import load_model, save_model_atomic
     from ..policy import make_policy
@@ -94,6 +94,8 @@ def run(args):
         raise TrtSparseError("verification failed (max relative error {:.3g} > rtol {:g}); {} not written "
                              "(--atol/--rtol to loosen, --no-verify to skip)".format(
                                  result.verification.max_rel, result.verification.rtol, args.output))
+    if args.external_data:
+        mark_attribute_tensors_external(result.model, os.path.basename(args.output) + ".data")
     save_model_atomic(result.model, args.output, src_path=args.input, external_data=args.external_data)
     if check_note and check_note.startswith("not checked"):
         check_note = check_output_model(result.model, args.output, model, args.input)
