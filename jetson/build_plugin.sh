@@ -5,11 +5,14 @@
 # architecture, configures plugin/ with CMake for that architecture and builds it.
 # Works with CMake 3.10 (JetPack 4.6) and newer; bash 4, coreutils, grep, sed, awk only.
 # Run with --help for the options.
+# shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
 PROG=$(basename "$0")
+# shellcheck source=common.sh
+. "$SCRIPT_DIR/common.sh"
 
 # Paths read during detection; overridable so the detection can be tested off-device.
 NV_TEGRA_RELEASE_FILE=${NV_TEGRA_RELEASE_FILE:-/etc/nv_tegra_release}
@@ -57,18 +60,6 @@ library with --plugin BUILD_DIR/libtrt_sparse_plugin.so (or TRT_SPARSE_PLUGIN_LI
 EOF
 }
 
-die() { echo "$PROG: error: $*" >&2; exit 1; }
-
-# abspath P: absolute form of P (P need not exist)
-abspath() {
-  if [[ -d $1 ]]; then (cd "$1" && pwd)
-  elif [[ $1 == /* ]]; then echo "$1"
-  else echo "$(pwd)/$1"
-  fi
-}
-note() { echo "$PROG: $*" >&2; }
-
-need_arg() { [[ $# -ge 2 && -n $2 ]] || die "option $1 needs a value (see --help)"; }
 
 while [[ $# -gt 0 ]]; do
   case $1 in
