@@ -1,0 +1,958 @@
+/*
+ * trt-sparse plugin driver: exercises libtrt_sparse_plugin.so (TensorRT >= 10 build,
+ * IPluginV3) exactly as TensorRT would, without a TensorRT runtime:
+ *
+ *   dlopen -> setLoggerFinder + getCreators -> creator->createPlugin(fields, kBUILD)
+ *   (field buffers scribbled over right after: the plugin must deep-copy) -> clone ->
+ *   getOutputDataTypes / getOutputShapes (with the expression builder below, symbolic
+ *   and constant dims) / supportsFormatCombination -> configurePlugin(min/opt/max) ->
+ *   getWorkspaceSize -> getFieldsToSerialize (bytes copied like an engine file) ->
+ *   createPlugin(kRUNTIME) -> attachToContext -> onShapeChange -> enqueue (several
+ *   shapes, output poisoned with NaN first) vs a float64 reference computed here ->
+ *   delete everything; then the live-plan count (CPU stub) must be back to zero.
+ * Also: bad field collections must be refused (nullptr, reason logged on stderr).
+ *
+ * Build: with -DDRIVER_GPU the buffers are CUDA device memory (real kernels in the
+ * plugin); without it they are host memory (plugin linked with tests/cpp/tsc_cpu_stub.cpp).
+ * usage: plugin_driver PLUGIN.so [--seed N]      exit code 0 = all checks passed
+ */
+#include "NvInferRuntime.h"
+#include "half_util.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#ifdef DRIVER_GPU
+#include <cuda_runtime_api.h>
+#endif
+
+namespace nv = nvinfer1;
+
+static int gFailures = 0;
+static int gChecks = 0;
+
+#define CHECK(cond, ...)                                                                                               \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        ++gChecks;                                                                                                     \
+        if (!(cond))                                                                                                   \
+        {                                                                                                              \
+            ++gFailures;                                                                                               \
+            std::printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                                \
+            std::printf(__VA_ARGS__);                                                                                  \
+            std::printf("\n");                                                                                         \
+        }                                                                                                              \
+    } while (0)
+
+// ------------------------------------------------------------------ memory
+#ifdef DRIVER_GPU
+#define CUDA_OK(x)                                                                                                     \
+    do                                                                                                                 \
+    {                                                                                                                  \
+        cudaError_t e_ = (x);                                                                                          \
+        if (e_ != cudaSuccess)                                                                                         \
+        {                                                                                                              \
+            std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__);                       \
+            std::exit(3);                                                                                              \
+        }                                                                                                              \
+    } while (0)
+static void* devAlloc(size_t n)
+{
+    void* p = nullptr;
+    if (n)
+        CUDA_OK(cudaMalloc(&p, n));
+    return p;
+}
+static void devFree(void* p)
+{
+    if (p)
+        CUDA_OK(cudaFree(p));
+}
+static void toDev(void* d, void const* h, size_t n)
+{
+    CUDA_OK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
+}
+static void toHost(void* h, void const* d, size_t n)
+{
+    CUDA_OK(cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost));
+}
+#else
+static void* devAlloc(size_t n)
+{
+    return n ? std::malloc(n) : nullptr;
+}
+static void devFree(void* p)
+{
+    std::free(p);
+}
+static void toDev(void* d, void const* h, size_t n)
+{
+    std::memcpy(d, h, n);
+}
+static void toHost(void* h, void const* d, size_t n)
+{
+    std::memcpy(h, d, n);
+}
+#endif
+
+// ------------------------------------------------------------------ expression builder
+// A small IExprBuilder: expressions are trees over the symbols N, H, W that can be
+// evaluated later; operations on two constants fold to a constant (as TensorRT does).
+class Expr : public nv::IDimensionExpr, public nv::apiv::VDimensionExpr
+{
+public:
+    enum Kind
+    {
+        kCONST,
+        kSYM,
+        kOP
+    };
+    Expr(Kind k, int64_t v, int sym, nv::DimensionOperation op, Expr const* a, Expr const* b)
+        : kind(k)
+        , value(v)
+        , symbol(sym)
+        , oper(op)
+        , lhs(a)
+        , rhs(b)
+    {
+        mImpl = this;
+    }
+    ~Expr() noexcept override = default;
+    bool isConstant() const override
+    {
+        return kind == kCONST;
+    }
+    int64_t getConstantValue() const override
+    {
+        return kind == kCONST ? value : -1;
+    }
+    bool isSizeTensor() const override
+    {
+        return false;
+    }
+    int64_t eval(int64_t const* env) const
+    {
+        if (kind == kCONST)
+            return value;
+        if (kind == kSYM)
+            return env[symbol];
+        return apply(oper, lhs->eval(env), rhs->eval(env));
+    }
+    static int64_t apply(nv::DimensionOperation op, int64_t a, int64_t b)
+    {
+        using O = nv::DimensionOperation;
+        switch (op)
+        {
+        case O::kSUM: return a + b;
+        case O::kPROD: return a * b;
+        case O::kMAX: return std::max(a, b);
+        case O::kMIN: return std::min(a, b);
+        case O::kSUB: return a - b;
+        case O::kEQUAL: return a == b;
+        case O::kLESS: return a < b;
+        case O::kFLOOR_DIV: return (a / b) - ((a % b != 0) && ((a < 0) != (b < 0)));
+        case O::kCEIL_DIV: return -((-a) / b - (((-a) % b != 0) && (((-a) < 0) != (b < 0))));
+        }
+        return 0;
+    }
+    Kind kind;
+    int64_t value;
+    int symbol;
+    nv::DimensionOperation oper;
+    Expr const* lhs;
+    Expr const* rhs;
+};
+
+class ExprBuilder : public nv::IExprBuilder, public nv::apiv::VExprBuilder
+{
+public:
+    ExprBuilder()
+    {
+        mImpl = this;
+    }
+    ~ExprBuilder() noexcept override = default;
+    nv::IDimensionExpr const* constant(int64_t v) override
+    {
+        return make(Expr::kCONST, v, -1, nv::DimensionOperation::kSUM, nullptr, nullptr);
+    }
+    nv::IDimensionExpr const* operation(
+        nv::DimensionOperation op, nv::IDimensionExpr const& a, nv::IDimensionExpr const& b) override
+    {
+        ++ops;
+        Expr const& x = static_cast<Expr const&>(a);
+        Expr const& y = static_cast<Expr const&>(b);
+        if (x.kind == Expr::kCONST && y.kind == Expr::kCONST)
+            return make(Expr::kCONST, Expr::apply(op, x.value, y.value), -1, op, nullptr, nullptr);
+        return make(Expr::kOP, 0, -1, op, &x, &y);
+    }
+    nv::IDimensionExpr const* declareSizeTensor(int32_t, nv::IDimensionExpr const&, nv::IDimensionExpr const&) override
+    {
+        return nullptr;
+    }
+    nv::IDimensionExpr const* symbol(int id)
+    {
+        return make(Expr::kSYM, 0, id, nv::DimensionOperation::kSUM, nullptr, nullptr);
+    }
+    int ops = 0;
+
+private:
+    Expr const* make(Expr::Kind k, int64_t v, int s, nv::DimensionOperation op, Expr const* a, Expr const* b)
+    {
+        mNodes.emplace_back(new Expr(k, v, s, op, a, b));
+        return mNodes.back().get();
+    }
+    std::vector<std::unique_ptr<Expr>> mNodes;
+};
+
+// ------------------------------------------------------------------ field sets
+static size_t elemSize(nv::PluginFieldType t)
+{
+    switch (t)
+    {
+    case nv::PluginFieldType::kFLOAT16: return 2;
+    case nv::PluginFieldType::kFLOAT32: return 4;
+    case nv::PluginFieldType::kFLOAT64: return 8;
+    case nv::PluginFieldType::kINT8: return 1;
+    case nv::PluginFieldType::kINT16: return 2;
+    case nv::PluginFieldType::kINT32: return 4;
+    case nv::PluginFieldType::kCHAR: return 1;
+    case nv::PluginFieldType::kINT64: return 8;
+    case nv::PluginFieldType::kBF16: return 2;
+    default: return 8;
+    }
+}
+
+// Owns names and data like the ONNX parser's temporary buffers.
+struct FieldSet
+{
+    std::deque<std::string> names;
+    std::deque<std::vector<unsigned char>> bufs;
+    std::vector<nv::PluginField> fields;
+    nv::PluginFieldCollection fc{};
+
+    void add(char const* name, nv::PluginFieldType t, void const* data, int32_t n, bool nullData = false)
+    {
+        names.emplace_back(name);
+        size_t const bytes = static_cast<size_t>(n < 0 ? 0 : n) * elemSize(t);
+        bufs.emplace_back(bytes);
+        if (bytes && data)
+            std::memcpy(bufs.back().data(), data, bytes);
+        fields.emplace_back(names.back().c_str(), (nullData || bytes == 0) ? nullptr : bufs.back().data(), t, n);
+    }
+    void ints(char const* name, std::vector<int32_t> const& v)
+    {
+        add(name, nv::PluginFieldType::kINT32, v.data(), static_cast<int32_t>(v.size()));
+    }
+    void floats(char const* name, std::vector<float> const& v)
+    {
+        add(name, nv::PluginFieldType::kFLOAT32, v.data(), static_cast<int32_t>(v.size()));
+    }
+    void str(char const* name, std::string const& s, bool withNul)
+    {
+        add(name, nv::PluginFieldType::kCHAR, s.c_str(), static_cast<int32_t>(s.size() + (withNul ? 1 : 0)));
+    }
+    void remove(char const* name)
+    {
+        fields.erase(std::remove_if(fields.begin(), fields.end(),
+                         [&](nv::PluginField const& f) { return std::strcmp(f.name, name) == 0; }),
+            fields.end());
+    }
+    nv::PluginField* find(char const* name)
+    {
+        for (auto& f : fields)
+            if (std::strcmp(f.name, name) == 0)
+                return &f;
+        return nullptr;
+    }
+    nv::PluginFieldCollection const* collection()
+    {
+        fc.nbFields = static_cast<int32_t>(fields.size());
+        fc.fields = fields.data();
+        return &fc;
+    }
+    void scribble() // what happens to the parser's buffers after createPlugin returns
+    {
+        for (auto& b : bufs)
+            std::fill(b.begin(), b.end(), static_cast<unsigned char>(0xCD));
+        for (auto& n : names)
+            std::fill(n.begin(), n.end(), '#');
+    }
+};
+
+// getFieldsToSerialize -> bytes -> fields again (what an engine file does)
+static void copyFields(nv::PluginFieldCollection const* src, FieldSet& dst)
+{
+    for (int32_t i = 0; i < src->nbFields; ++i)
+    {
+        nv::PluginField const& f = src->fields[i];
+        dst.add(f.name, f.type, f.data, f.length);
+    }
+}
+
+// ------------------------------------------------------------------ cases
+struct Case
+{
+    char const* name;
+    int C, K, R, S, sh, sw, pt, pl, pb, pr, dh, dw, act;
+    float cmin, cmax;
+    bool bias;
+    int mode;       // 0 exact, 1 packed32
+    double density; // fraction of nonzeros
+    int pattern;    // 0 random, 1 skewed (some channels dense, some empty)
+    std::vector<std::vector<int>> shapes; // N, H, W
+};
+
+struct Weights
+{
+    std::vector<double> dense; // K*C*R*S
+    std::vector<int32_t> offsets, indices, packed;
+    std::vector<float> values, bias;
+};
+
+static Weights makeWeights(Case const& c, std::mt19937& rng)
+{
+    std::uniform_real_distribution<float> uni(-1.0F, 1.0F);
+    std::uniform_real_distribution<double> u01(0.0, 1.0);
+    int const crs = c.C * c.R * c.S;
+    Weights w;
+    w.dense.assign(static_cast<size_t>(c.K) * crs, 0.0);
+    w.offsets.push_back(0);
+    for (int k = 0; k < c.K; ++k)
+    {
+        double d = c.density;
+        if (c.pattern == 1)
+            d = (k % 3 == 0) ? 1.0 : ((k % 3 == 1) ? 0.0 : c.density);
+        for (int i = 0; i < crs; ++i)
+        {
+            if (u01(rng) >= d)
+                continue;
+            float v = uni(rng);
+            if (v == 0.0F)
+                v = 0.5F;
+            if (c.mode == 1)
+            {
+                v = roundToHalf(v);
+                if (v == 0.0F)
+                    v = 0.25F;
+                uint16_t const h = floatToHalfT(v);
+                w.packed.push_back(static_cast<int32_t>((static_cast<uint32_t>(i) << 16) | h));
+            }
+            else
+            {
+                w.indices.push_back(i);
+                w.values.push_back(v);
+            }
+            w.dense[static_cast<size_t>(k) * crs + i] = v;
+        }
+        w.offsets.push_back(static_cast<int32_t>(c.mode == 1 ? w.packed.size() : w.indices.size()));
+    }
+    if (c.bias)
+        for (int k = 0; k < c.K; ++k)
+            w.bias.push_back(uni(rng));
+    return w;
+}
+
+static void fillFields(Case const& c, Weights const& w, FieldSet& fs, bool nulStrings)
+{
+    fs.str("plugin_version", "1", nulStrings);
+    fs.str("plugin_namespace", "", nulStrings);
+    fs.ints("format_version", {1});
+    fs.ints("weight_shape", {c.K, c.C, c.R, c.S});
+    fs.ints("strides", {c.sh, c.sw});
+    fs.ints("pads", {c.pt, c.pl, c.pb, c.pr});
+    fs.ints("dilations", {c.dh, c.dw});
+    fs.ints("activation", {c.act});
+    fs.floats("clip_min", {c.cmin});
+    fs.floats("clip_max", {c.cmax});
+    fs.ints("weight_format", {c.mode});
+    fs.ints("row_offsets", w.offsets);
+    if (c.mode == 1)
+        fs.ints("packed", w.packed);
+    else
+    {
+        fs.ints("indices", w.indices);
+        fs.floats("values", w.values);
+    }
+    if (c.bias)
+        fs.floats("bias", w.bias);
+}
+
+static int64_t outDim(int64_t in, int pa, int pb, int d, int k, int s)
+{
+    int64_t const num = in + pa + pb - static_cast<int64_t>(d) * (k - 1) - 1;
+    if (num < 0)
+        return 0;
+    return num / s + 1;
+}
+
+static std::vector<double> reference(Case const& c, Weights const& w, std::vector<double> const& x, int N, int H, int W)
+{
+    int64_t const P = outDim(H, c.pt, c.pb, c.dh, c.R, c.sh), Q = outDim(W, c.pl, c.pr, c.dw, c.S, c.sw);
+    std::vector<double> y(static_cast<size_t>(N) * c.K * P * Q, 0.0);
+    int const crs = c.C * c.R * c.S;
+    for (int n = 0; n < N; ++n)
+        for (int k = 0; k < c.K; ++k)
+            for (int64_t p = 0; p < P; ++p)
+                for (int64_t q = 0; q < Q; ++q)
+                {
+                    double acc = c.bias ? w.bias[k] : 0.0;
+                    for (int ci = 0; ci < c.C; ++ci)
+                        for (int r = 0; r < c.R; ++r)
+                            for (int s = 0; s < c.S; ++s)
+                            {
+                                double const wv = w.dense[static_cast<size_t>(k) * crs + (ci * c.R + r) * c.S + s];
+                                if (wv == 0.0)
+                                    continue;
+                                int64_t const iy = p * c.sh - c.pt + r * c.dh, ix = q * c.sw - c.pl + s * c.dw;
+                                if (iy < 0 || iy >= H || ix < 0 || ix >= W)
+                                    continue;
+                                acc += wv * x[((static_cast<size_t>(n) * c.C + ci) * H + iy) * W + ix];
+                            }
+                    if (c.act == 1)
+                        acc = std::max(acc, 0.0);
+                    else if (c.act == 2)
+                        acc = std::min(std::max(acc, static_cast<double>(c.cmin)), static_cast<double>(c.cmax));
+                    y[((static_cast<size_t>(n) * c.K + k) * P + p) * Q + q] = acc;
+                }
+    return y;
+}
+
+// ------------------------------------------------------------------ plugin helpers
+struct Lib
+{
+    void* handle = nullptr;
+    nv::IPluginCreatorV3One* creator = nullptr;
+    int32_t (*livePlans)() = nullptr;
+};
+
+static nv::IPluginV3OneBuild* buildOf(nv::IPluginV3* p)
+{
+    return static_cast<nv::IPluginV3OneBuild*>(p->getCapabilityInterface(nv::PluginCapabilityType::kBUILD));
+}
+static nv::IPluginV3OneRuntime* runtimeOf(nv::IPluginV3* p)
+{
+    return static_cast<nv::IPluginV3OneRuntime*>(p->getCapabilityInterface(nv::PluginCapabilityType::kRUNTIME));
+}
+static nv::IPluginV3OneCore* coreOf(nv::IPluginV3* p)
+{
+    return static_cast<nv::IPluginV3OneCore*>(p->getCapabilityInterface(nv::PluginCapabilityType::kCORE));
+}
+
+static nv::Dims dims4(int64_t a, int64_t b, int64_t c, int64_t d)
+{
+    nv::Dims x{};
+    x.nbDims = 4;
+    x.d[0] = a;
+    x.d[1] = b;
+    x.d[2] = c;
+    x.d[3] = d;
+    return x;
+}
+
+static int livePlans(Lib const& lib)
+{
+    return lib.livePlans ? lib.livePlans() : -1;
+}
+
+// ------------------------------------------------------------------ one case
+static void runCase(Lib const& lib, Case const& c, nv::DataType dt, bool nulStrings, std::mt19937& rng)
+{
+    bool const half = dt == nv::DataType::kHALF;
+    char const* dtn = half ? "fp16" : "fp32";
+    Weights const w = makeWeights(c, rng);
+    int const plansBefore = livePlans(lib);
+
+    FieldSet fs;
+    fillFields(c, w, fs, nulStrings);
+    nv::IPluginV3* p1 = lib.creator->createPlugin(c.name, fs.collection(), nv::TensorRTPhase::kBUILD);
+    CHECK(p1 != nullptr, "%s: createPlugin(kBUILD) failed", c.name);
+    if (!p1)
+        return;
+    fs.scribble(); // the plugin must have deep-copied everything
+    CHECK(std::strcmp(coreOf(p1)->getPluginName(), "SparseConv2d") == 0, "plugin name");
+    CHECK(std::strcmp(coreOf(p1)->getPluginVersion(), "1") == 0, "plugin version");
+    nv::IPluginV3OneBuild* b1 = buildOf(p1);
+    CHECK(b1->getNbOutputs() == 1, "nb outputs");
+
+    // output types
+    nv::DataType outT = nv::DataType::kINT32;
+    CHECK(b1->getOutputDataTypes(&outT, 1, &dt, 1) == 0 && outT == dt, "%s: getOutputDataTypes", c.name);
+    nv::DataType const i8 = nv::DataType::kINT8;
+    CHECK(b1->getOutputDataTypes(&outT, 1, &i8, 1) != 0, "%s: int8 input must be refused", c.name);
+
+    // output shapes: symbolic N, H, W
+    {
+        ExprBuilder eb;
+        nv::DimsExprs in{};
+        in.nbDims = 4;
+        in.d[0] = eb.symbol(0);
+        in.d[1] = eb.constant(c.C);
+        in.d[2] = eb.symbol(2);
+        in.d[3] = eb.symbol(3);
+        nv::DimsExprs out{};
+        CHECK(b1->getOutputShapes(&in, 1, nullptr, 0, &out, 1, eb) == 0, "%s: getOutputShapes(symbolic)", c.name);
+        CHECK(out.nbDims == 4 && out.d[1]->isConstant() && out.d[1]->getConstantValue() == c.K, "%s: K", c.name);
+        for (int h = 1; h <= 40; h += 3)
+            for (int n = 1; n <= 3; ++n)
+            {
+                int64_t env[4] = {n, c.C, h, h + 2};
+                int64_t const P = outDim(h, c.pt, c.pb, c.dh, c.R, c.sh), Q = outDim(h + 2, c.pl, c.pr, c.dw, c.S, c.sw);
+                if (P < 1 || Q < 1)
+                    continue;
+                CHECK(static_cast<Expr const*>(out.d[0])->eval(env) == n, "%s: N expr", c.name);
+                CHECK(static_cast<Expr const*>(out.d[2])->eval(env) == P, "%s: P expr at H=%d", c.name, h);
+                CHECK(static_cast<Expr const*>(out.d[3])->eval(env) == Q, "%s: Q expr at W=%d", c.name, h + 2);
+            }
+        // constant dims fold to constants; a wrong channel count is refused
+        nv::DimsExprs cin{};
+        cin.nbDims = 4;
+        cin.d[0] = eb.constant(2);
+        cin.d[1] = eb.constant(c.C);
+        cin.d[2] = eb.constant(c.shapes[0][1]);
+        cin.d[3] = eb.constant(c.shapes[0][2]);
+        nv::DimsExprs cout{};
+        CHECK(b1->getOutputShapes(&cin, 1, nullptr, 0, &cout, 1, eb) == 0 && cout.d[2]->isConstant()
+                && cout.d[2]->getConstantValue() == outDim(c.shapes[0][1], c.pt, c.pb, c.dh, c.R, c.sh),
+            "%s: constant shapes", c.name);
+        cin.d[1] = eb.constant(c.C + 1);
+        CHECK(b1->getOutputShapes(&cin, 1, nullptr, 0, &cout, 1, eb) != 0, "%s: wrong C must be refused", c.name);
+    }
+
+    // formats
+    {
+        nv::DynamicPluginTensorDesc io[2]{};
+        auto set = [&](int i, nv::DataType t, nv::TensorFormat f) {
+            io[i].desc.type = t;
+            io[i].desc.format = f;
+        };
+        set(0, dt, nv::TensorFormat::kLINEAR);
+        set(1, dt, nv::TensorFormat::kLINEAR);
+        CHECK(b1->supportsFormatCombination(0, io, 1, 1) && b1->supportsFormatCombination(1, io, 1, 1),
+            "%s: %s linear supported", c.name, dtn);
+        set(1, half ? nv::DataType::kFLOAT : nv::DataType::kHALF, nv::TensorFormat::kLINEAR);
+        CHECK(!b1->supportsFormatCombination(1, io, 1, 1), "%s: mixed types refused", c.name);
+        set(0, nv::DataType::kINT8, nv::TensorFormat::kLINEAR);
+        CHECK(!b1->supportsFormatCombination(0, io, 1, 1), "%s: int8 refused", c.name);
+        set(0, dt, nv::TensorFormat::kCHW32);
+        CHECK(!b1->supportsFormatCombination(0, io, 1, 1), "%s: CHW32 refused", c.name);
+    }
+
+    // clone, destroy the original (the clone must stay valid)
+    nv::IPluginV3* p2 = p1->clone();
+    CHECK(p2 != nullptr, "clone");
+    delete p1;
+    if (!p2)
+        return;
+    nv::IPluginV3OneBuild* b2 = buildOf(p2);
+
+    // configure with a profile spanning the case's shapes
+    int minN = 1 << 30, minH = 1 << 30, minW = 1 << 30, maxN = 0, maxH = 0, maxW = 0;
+    for (auto const& s : c.shapes)
+    {
+        minN = std::min(minN, s[0]);
+        minH = std::min(minH, s[1]);
+        minW = std::min(minW, s[2]);
+        maxN = std::max(maxN, s[0]);
+        maxH = std::max(maxH, s[1]);
+        maxW = std::max(maxW, s[2]);
+    }
+    nv::DynamicPluginTensorDesc in{}, out{};
+    in.desc.type = dt;
+    in.desc.format = nv::TensorFormat::kLINEAR;
+    in.desc.dims = dims4(-1, c.C, -1, -1);
+    in.min = dims4(minN, c.C, minH, minW);
+    in.max = dims4(maxN, c.C, maxH, maxW);
+    in.opt = dims4(c.shapes[0][0], c.C, c.shapes[0][1], c.shapes[0][2]);
+    out.desc.type = dt;
+    out.desc.format = nv::TensorFormat::kLINEAR;
+    out.desc.dims = dims4(-1, c.K, -1, -1);
+    CHECK(b2->configurePlugin(&in, 1, &out, 1) == 0, "%s: configurePlugin", c.name);
+    size_t const ws = b2->getWorkspaceSize(&in, 1, &out, 1);
+
+    // serialize through fields, rebuild for the runtime, attach
+    FieldSet serial;
+    nv::PluginFieldCollection const* sf = runtimeOf(p2)->getFieldsToSerialize();
+    CHECK(sf != nullptr && sf->nbFields > 0, "%s: getFieldsToSerialize", c.name);
+    if (!sf)
+    {
+        delete p2;
+        return;
+    }
+    copyFields(sf, serial);
+    nv::IPluginV3* p3 = lib.creator->createPlugin(c.name, serial.collection(), nv::TensorRTPhase::kRUNTIME);
+    CHECK(p3 != nullptr, "%s: createPlugin(kRUNTIME) from serialized fields", c.name);
+    delete p2;
+    if (!p3)
+        return;
+    serial.scribble();
+    nv::IPluginV3* p4 = runtimeOf(p3)->attachToContext(nullptr);
+    CHECK(p4 != nullptr, "%s: attachToContext", c.name);
+    delete p3;
+    if (!p4)
+        return;
+    nv::IPluginV3OneRuntime* r4 = runtimeOf(p4);
+
+    void* dws = devAlloc(ws);
+#ifdef DRIVER_GPU
+    cudaStream_t stream = nullptr;
+    CUDA_OK(cudaStreamCreate(&stream));
+#else
+    void* stream = nullptr;
+#endif
+    std::normal_distribution<float> gauss(0.0F, 1.0F);
+    for (auto const& s : c.shapes)
+    {
+        int const N = s[0], H = s[1], W = s[2];
+        int64_t const P = outDim(H, c.pt, c.pb, c.dh, c.R, c.sh), Q = outDim(W, c.pl, c.pr, c.dw, c.S, c.sw);
+        size_t const nin = static_cast<size_t>(N) * c.C * H * W, nout = static_cast<size_t>(N) * c.K * P * Q;
+        size_t const esz = half ? 2 : 4;
+        std::vector<double> x(nin);
+        std::vector<unsigned char> hin(nin * esz), hout(nout * esz);
+        for (size_t i = 0; i < nin; ++i)
+        {
+            float v = gauss(rng);
+            if (half)
+            {
+                uint16_t const hb = floatToHalfT(v);
+                std::memcpy(&hin[i * 2], &hb, 2);
+                v = halfToFloatT(hb);
+            }
+            else
+                std::memcpy(&hin[i * 4], &v, 4);
+            x[i] = v;
+        }
+        void* din = devAlloc(nin * esz);
+        void* dout = devAlloc(nout * esz);
+        toDev(din, hin.data(), hin.size());
+        std::vector<unsigned char> poison(nout * esz);
+        for (size_t i = 0; i < nout; ++i)
+        {
+            if (half)
+            {
+                uint16_t const nan16 = 0x7E00U;
+                std::memcpy(&poison[i * 2], &nan16, 2);
+            }
+            else
+            {
+                float const nan32 = NAN;
+                std::memcpy(&poison[i * 4], &nan32, 4);
+            }
+        }
+        toDev(dout, poison.data(), poison.size());
+        nv::PluginTensorDesc id{}, od{};
+        id.dims = dims4(N, c.C, H, W);
+        id.type = dt;
+        id.format = nv::TensorFormat::kLINEAR;
+        od.dims = dims4(N, c.K, P, Q);
+        od.type = dt;
+        od.format = nv::TensorFormat::kLINEAR;
+        CHECK(r4->onShapeChange(&id, 1, &od, 1) == 0, "%s: onShapeChange", c.name);
+        void const* ins[1] = {din};
+        void* outs[1] = {dout};
+        int32_t const rc = r4->enqueue(&id, &od, ins, outs, dws, reinterpret_cast<cudaStream_t>(stream));
+        CHECK(rc == 0, "%s: enqueue returned %d", c.name, rc);
+#ifdef DRIVER_GPU
+        CUDA_OK(cudaStreamSynchronize(stream));
+#endif
+        toHost(hout.data(), dout, hout.size());
+        std::vector<double> const ref = reference(c, w, x, N, H, W);
+        double num = 0.0, den = 0.0;
+        size_t nonfinite = 0;
+        for (size_t i = 0; i < nout; ++i)
+        {
+            double y;
+            if (half)
+            {
+                uint16_t hb;
+                std::memcpy(&hb, &hout[i * 2], 2);
+                y = halfToFloatT(hb);
+            }
+            else
+            {
+                float f;
+                std::memcpy(&f, &hout[i * 4], 4);
+                y = f;
+            }
+            if (!std::isfinite(y))
+                ++nonfinite;
+            num += (y - ref[i]) * (y - ref[i]);
+            den += ref[i] * ref[i];
+        }
+        double const rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+        double const tol = half ? 2e-3 : 1e-5;
+        bool const ok = rc == 0 && nonfinite == 0 && rel < tol;
+        std::printf("CASE %-22s %s %s strings%s N=%d C=%d H=%d W=%d -> K=%d P=%lld Q=%lld nnz=%d ws=%zu rel_err=%.3g %s\n",
+            c.name, dtn, c.mode == 1 ? "packed32" : "exact   ", nulStrings ? "+NUL" : "-NUL", N, c.C, H, W, c.K,
+            static_cast<long long>(P), static_cast<long long>(Q), w.offsets.back(), ws, rel, ok ? "OK" : "FAIL");
+        CHECK(nonfinite == 0, "%s: %zu non-finite outputs (unwritten?)", c.name, nonfinite);
+        CHECK(rel < tol, "%s %s: rel err %.3g >= %.1g", c.name, dtn, rel, tol);
+        devFree(din);
+        devFree(dout);
+    }
+    devFree(dws);
+#ifdef DRIVER_GPU
+    CUDA_OK(cudaStreamDestroy(stream));
+#endif
+    delete p4;
+    if (plansBefore >= 0)
+        CHECK(livePlans(lib) == plansBefore, "%s: %d plans alive after destroy (expected %d)", c.name,
+            livePlans(lib), plansBefore);
+}
+
+// ------------------------------------------------------------------ refusals
+static void runRefusals(Lib const& lib)
+{
+    Case base{"refusal", 4, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0.F, 6.F, true, 0, 0.5, 0, {{1, 5, 5}}};
+    std::mt19937 rng(7);
+    Weights const w = makeWeights(base, rng);
+    Case pk = base;
+    pk.mode = 1;
+    Weights const wp = makeWeights(pk, rng);
+    struct Mut
+    {
+        char const* what;
+        bool packed;
+        std::function<void(FieldSet&)> f;
+    };
+    int32_t const bad3[3] = {6, 4, 3};
+    float const nanv = NAN;
+    std::vector<Mut> muts = {
+        {"weight_shape missing", false, [](FieldSet& f) { f.remove("weight_shape"); }},
+        {"row_offsets missing", false, [](FieldSet& f) { f.remove("row_offsets"); }},
+        {"indices missing", false, [](FieldSet& f) { f.remove("indices"); }},
+        {"weight_shape length 3", false,
+            [&](FieldSet& f) {
+                f.remove("weight_shape");
+                f.add("weight_shape", nv::PluginFieldType::kINT32, bad3, 3);
+            }},
+        {"weight_shape as float", false,
+            [](FieldSet& f) { f.find("weight_shape")->type = nv::PluginFieldType::kFLOAT32; }},
+        {"strides 0", false, [](FieldSet& f) {
+             f.remove("strides");
+             f.ints("strides", {0, 1});
+         }},
+        {"pads negative", false, [](FieldSet& f) {
+             f.remove("pads");
+             f.ints("pads", {0, -1, 0, 0});
+         }},
+        {"activation 3", false, [](FieldSet& f) {
+             f.remove("activation");
+             f.ints("activation", {3});
+         }},
+        {"weight_format 2", false, [](FieldSet& f) {
+             f.remove("weight_format");
+             f.ints("weight_format", {2});
+         }},
+        {"format_version 2", false, [](FieldSet& f) {
+             f.remove("format_version");
+             f.ints("format_version", {2});
+         }},
+        {"plugin_version 2", false, [](FieldSet& f) {
+             f.remove("plugin_version");
+             f.str("plugin_version", "2", true);
+         }},
+        {"plugin_namespace foo", false, [](FieldSet& f) {
+             f.remove("plugin_namespace");
+             f.str("plugin_namespace", "foo", false);
+         }},
+        {"row_offsets length K", false,
+            [&](FieldSet& f) {
+                f.remove("row_offsets");
+                f.ints("row_offsets", std::vector<int32_t>(w.offsets.begin(), w.offsets.end() - 1));
+            }},
+        {"row_offsets decreasing", false,
+            [&](FieldSet& f) {
+                std::vector<int32_t> o = w.offsets;
+                std::swap(o[1], o[2]);
+                if (o[1] == o[2])
+                    o[1] = o[2] + 1;
+                f.remove("row_offsets");
+                f.ints("row_offsets", o);
+            }},
+        {"indices out of range", false,
+            [&](FieldSet& f) {
+                std::vector<int32_t> i = w.indices;
+                i.back() = 4 * 9;
+                f.remove("indices");
+                f.ints("indices", i);
+            }},
+        {"indices not increasing", false,
+            [&](FieldSet& f) {
+                std::vector<int32_t> i = w.indices;
+                std::swap(i[0], i[1]);
+                f.remove("indices");
+                f.ints("indices", i);
+            }},
+        {"values NaN", false,
+            [&](FieldSet& f) {
+                std::vector<float> v = w.values;
+                v[0] = nanv;
+                f.remove("values");
+                f.floats("values", v);
+            }},
+        {"values short", false,
+            [&](FieldSet& f) {
+                f.remove("values");
+                f.floats("values", std::vector<float>(w.values.begin(), w.values.end() - 1));
+            }},
+        {"packed in exact mode", false, [&](FieldSet& f) { f.ints("packed", wp.packed); }},
+        {"bias wrong length", false, [](FieldSet& f) {
+             f.remove("bias");
+             f.floats("bias", {1.F, 2.F});
+         }},
+        {"duplicate field", false, [](FieldSet& f) { f.ints("strides", {1, 1}); }},
+        {"negative length", false, [](FieldSet& f) { f.find("strides")->length = -2; }},
+        {"null data", false, [](FieldSet& f) { f.find("row_offsets")->data = nullptr; }},
+        {"packed missing", true, [](FieldSet& f) { f.remove("packed"); }},
+        {"packed index out of range", true,
+            [&](FieldSet& f) {
+                std::vector<int32_t> p = wp.packed;
+                p.back() = static_cast<int32_t>((36U << 16) | (p.back() & 0xFFFF));
+                f.remove("packed");
+                f.ints("packed", p);
+            }},
+        {"packed fp16 inf", true,
+            [&](FieldSet& f) {
+                std::vector<int32_t> p = wp.packed;
+                p[0] = static_cast<int32_t>((static_cast<uint32_t>(p[0]) & 0xFFFF0000U) | 0x7C00U);
+                f.remove("packed");
+                f.ints("packed", p);
+            }},
+    };
+    // the unmodified sets must be accepted (so each refusal is due to its mutation)
+    for (int packed = 0; packed < 2; ++packed)
+    {
+        FieldSet fs;
+        fillFields(packed ? pk : base, packed ? wp : w, fs, packed == 0);
+        nv::IPluginV3* p = lib.creator->createPlugin("ok", fs.collection(), nv::TensorRTPhase::kBUILD);
+        CHECK(p != nullptr, "unmodified %s field set refused", packed ? "packed32" : "exact");
+        delete p;
+    }
+    // unknown fields are ignored (TensorRT only passes declared ones anyway)
+    {
+        FieldSet fs;
+        fillFields(base, w, fs, true);
+        fs.ints("some_future_field", {1});
+        nv::IPluginV3* p = lib.creator->createPlugin("unknown", fs.collection(), nv::TensorRTPhase::kBUILD);
+        CHECK(p != nullptr, "unknown field must be ignored");
+        delete p;
+    }
+    int refused = 0;
+    for (auto const& m : muts)
+    {
+        FieldSet fs;
+        fillFields(m.packed ? pk : base, m.packed ? wp : w, fs, true);
+        m.f(fs);
+        std::fprintf(stderr, "EXPECT-REFUSAL %s\n", m.what);
+        std::fflush(stderr);
+        nv::IPluginV3* p = lib.creator->createPlugin("bad", fs.collection(), nv::TensorRTPhase::kBUILD);
+        CHECK(p == nullptr, "mutation '%s' was accepted", m.what);
+        refused += p == nullptr;
+        delete p;
+    }
+    std::printf("REFUSALS %d/%zu bad field sets refused\n", refused, muts.size());
+    // the getFieldNames declaration: every attribute of docs/FORMAT.md
+    nv::PluginFieldCollection const* names = lib.creator->getFieldNames();
+    std::vector<std::string> declared;
+    for (int32_t i = 0; names && i < names->nbFields; ++i)
+        declared.emplace_back(names->fields[i].name);
+    char const* expected[] = {"plugin_version", "plugin_namespace", "format_version", "weight_shape", "strides", "pads",
+        "dilations", "activation", "clip_min", "clip_max", "weight_format", "row_offsets", "indices", "values",
+        "packed", "bias"};
+    for (char const* e : expected)
+        CHECK(std::find(declared.begin(), declared.end(), e) != declared.end(), "getFieldNames lacks %s", e);
+}
+
+// ------------------------------------------------------------------ main
+int main(int argc, char** argv)
+{
+    if (argc < 2)
+    {
+        std::fprintf(stderr, "usage: %s PLUGIN.so [--seed N]\n", argv[0]);
+        return 2;
+    }
+    unsigned seed = 12345;
+    for (int i = 2; i + 1 < argc; ++i)
+        if (std::string(argv[i]) == "--seed")
+            seed = static_cast<unsigned>(std::strtoul(argv[i + 1], nullptr, 10));
+    Lib lib;
+    lib.handle = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    if (!lib.handle)
+    {
+        std::printf("dlopen failed: %s\n", dlerror());
+        return 2;
+    }
+    using GetCreators = nv::IPluginCreatorInterface* const* (*) (int32_t&);
+    using SetLoggerFinder = void (*)(nv::ILoggerFinder*);
+    auto getCreators = reinterpret_cast<GetCreators>(dlsym(lib.handle, "getCreators"));
+    auto setLoggerFinder = reinterpret_cast<SetLoggerFinder>(dlsym(lib.handle, "setLoggerFinder"));
+    CHECK(getCreators != nullptr && setLoggerFinder != nullptr, "library must export getCreators and setLoggerFinder");
+    if (!getCreators || !setLoggerFinder)
+        return 1;
+    setLoggerFinder(nullptr);
+    int32_t n = 0;
+    nv::IPluginCreatorInterface* const* creators = getCreators(n);
+    CHECK(n == 1 && creators != nullptr, "one creator expected, got %d", n);
+    if (n < 1)
+        return 1;
+    nv::InterfaceInfo const info = creators[0]->getInterfaceInfo();
+    CHECK(std::string(info.kind) == "PLUGIN CREATOR_V3ONE", "creator kind %s", info.kind);
+    lib.creator = static_cast<nv::IPluginCreatorV3One*>(creators[0]);
+    CHECK(std::strcmp(lib.creator->getPluginName(), "SparseConv2d") == 0 && std::strcmp(lib.creator->getPluginVersion(), "1") == 0
+            && std::strcmp(lib.creator->getPluginNamespace(), "") == 0,
+        "creator name/version/namespace");
+    lib.livePlans = reinterpret_cast<int32_t (*)()>(dlsym(lib.handle, "tsc_stub_live_plans"));
+
+#ifdef DRIVER_GPU
+    size_t free0 = 0, total = 0;
+    CUDA_OK(cudaFree(nullptr));
+    CUDA_OK(cudaMemGetInfo(&free0, &total));
+#endif
+    runRefusals(lib);
+    std::vector<Case> cases = {
+        {"3x3_s1_p1_relu", 16, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0.F, 6.F, true, 0, 0.1, 0,
+            {{1, 15, 17}, {2, 8, 8}, {3, 1, 1}}},
+        {"1x1_bias", 8, 12, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0.F, 6.F, true, 0, 0.3, 0, {{2, 7, 9}, {1, 1, 1}}},
+        {"5x3_s2x1_asym_dil_clip", 5, 7, 5, 3, 2, 1, 2, 1, 0, 1, 1, 2, 2, 0.F, 6.F, false, 0, 0.4, 0,
+            {{1, 11, 13}, {2, 6, 5}}},
+        {"3x3_s2_packed_relu", 32, 64, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0.F, 6.F, true, 1, 0.1, 0,
+            {{1, 28, 28}, {4, 9, 14}}},
+        {"7x7_s2_p3_stem_packed", 3, 16, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 0, 0.F, 6.F, false, 1, 0.2, 0,
+            {{1, 32, 32}, {2, 17, 23}}},
+        {"skewed_empty_dense", 12, 9, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 2, -1.F, 1.F, true, 0, 0.05, 1,
+            {{2, 10, 10}, {1, 3, 4}}},
+        {"all_zero_weight", 4, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0.F, 6.F, true, 0, 0.0, 0, {{1, 6, 6}}},
+        {"dense_weight", 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0.F, 6.F, false, 1, 1.0, 0, {{1, 8, 8}}},
+    };
+    std::mt19937 rng(seed);
+    int idx = 0;
+    for (auto const& c : cases)
+        for (nv::DataType dt : {nv::DataType::kFLOAT, nv::DataType::kHALF})
+            runCase(lib, c, dt, (idx++ % 2) == 0, rng);
+#ifdef DRIVER_GPU
+    CUDA_OK(cudaDeviceSynchronize());
+    size_t free1 = 0;
+    CUDA_OK(cudaMemGetInfo(&free1, &total));
+    std::printf("GPU free memory before %zu after %zu (delta %lld bytes)\n", free0, free1,
+        static_cast<long long>(free0) - static_cast<long long>(free1));
+#endif
+    if (lib.livePlans)
+    {
+        CHECK(lib.livePlans() == 0, "%d kernel plans leaked", lib.livePlans());
+        std::printf("live plans at exit: %d\n", lib.livePlans());
+    }
+    std::printf("SUMMARY checks=%d failures=%d\n", gChecks, gFailures);
+    dlclose(lib.handle);
+    return gFailures == 0 ? 0 : 1;
+}

@@ -1,0 +1,235 @@
+/*
+ * CPU stand-in for the kernel library (plugin/kernels/sparse_conv.h), for tests only.
+ *
+ * Implements the C ABI on the host: tsc_enqueue computes the convolution on HOST
+ * pointers (fp32 or fp16 bits, accumulating in double) so that the plugin driver can
+ * run its whole TensorRT-like sequence on a machine without a GPU. It also counts live
+ * plans (tsc_stub_live_plans) so tests can prove that clone/attach/destroy neither leak
+ * nor double-free plans. TSC_STUB_NO_DEVICE=1 makes tsc_plan_create fail with
+ * TSC_ERR_CUDA, like an engine build on a CPU-only machine.
+ */
+#include "kernels/sparse_conv.h"
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+struct tsc_plan
+{
+    tsc_conv_desc desc;
+    tsc_dtype dtype;
+    std::vector<int32_t> offsets, indices;
+    std::vector<float> values, bias;
+    uint32_t magic;
+};
+
+namespace
+{
+std::atomic<int32_t> gLive{0};
+thread_local std::string gLastError;
+constexpr uint32_t kLiveMagic = 0x51A7E5U;
+
+tsc_status fail(tsc_status st, std::string const& msg)
+{
+    gLastError = msg;
+    return st;
+}
+
+float halfToFloat(uint16_t h)
+{
+    uint32_t const e = (h >> 10) & 0x1FU;
+    uint32_t const m = h & 0x3FFU;
+    float v = e == 0 ? std::ldexp(static_cast<float>(m), -24)
+                     : (e == 31 ? (m ? NAN : INFINITY) : std::ldexp(static_cast<float>(m | 0x400U), static_cast<int>(e) - 25));
+    return (h & 0x8000U) ? -v : v;
+}
+
+uint16_t floatToHalf(float f)
+{
+    // round to nearest even via double arithmetic on the magnitude
+    uint16_t sign = std::signbit(f) ? 0x8000U : 0;
+    double a = std::fabs(static_cast<double>(f));
+    if (std::isnan(f))
+        return 0x7E00U;
+    if (a >= 65520.0)
+        return static_cast<uint16_t>(sign | 0x7C00U);
+    if (a < std::ldexp(1.0, -14)) // subnormal: multiples of 2^-24
+    {
+        double q = std::nearbyint(a * std::ldexp(1.0, 24));
+        return static_cast<uint16_t>(sign | static_cast<uint16_t>(q));
+    }
+    int e = 0;
+    double fr = std::frexp(a, &e); // a = fr * 2^e, fr in [0.5, 1)
+    double mant = std::nearbyint(fr * 2048.0); // 11 significant bits
+    if (mant >= 2048.0)
+    {
+        mant /= 2.0;
+        ++e;
+    }
+    int const exp = e - 1 + 15;
+    if (exp >= 31)
+        return static_cast<uint16_t>(sign | 0x7C00U);
+    return static_cast<uint16_t>(sign | (static_cast<uint32_t>(exp) << 10) | (static_cast<uint32_t>(mant) - 1024U));
+}
+} // namespace
+
+extern "C" {
+
+int32_t tsc_abi_version(void)
+{
+    return TSC_ABI_VERSION;
+}
+
+const char* tsc_status_string(tsc_status status)
+{
+    switch (status)
+    {
+    case TSC_OK: return "TSC_OK";
+    case TSC_ERR_INVALID_ARGUMENT: return "TSC_ERR_INVALID_ARGUMENT";
+    case TSC_ERR_UNSUPPORTED: return "TSC_ERR_UNSUPPORTED";
+    case TSC_ERR_OVERFLOW: return "TSC_ERR_OVERFLOW";
+    case TSC_ERR_OUT_OF_MEMORY: return "TSC_ERR_OUT_OF_MEMORY";
+    case TSC_ERR_CUDA: return "TSC_ERR_CUDA";
+    }
+    return "TSC_ERR_UNKNOWN";
+}
+
+const char* tsc_last_error(void)
+{
+    return gLastError.c_str();
+}
+
+tsc_status tsc_output_dims(const tsc_conv_desc* d, int32_t H, int32_t W, int32_t* P, int32_t* Q)
+{
+    if (!d || !P || !Q)
+        return fail(TSC_ERR_INVALID_ARGUMENT, "null argument");
+    int64_t nh = static_cast<int64_t>(H) + d->pad_top + d->pad_bottom - static_cast<int64_t>(d->dilation_h) * (d->R - 1) - 1;
+    int64_t nw = static_cast<int64_t>(W) + d->pad_left + d->pad_right - static_cast<int64_t>(d->dilation_w) * (d->S - 1) - 1;
+    if (nh < 0 || nw < 0)
+        return fail(TSC_ERR_INVALID_ARGUMENT, "output < 1");
+    *P = static_cast<int32_t>(nh / d->stride_h + 1);
+    *Q = static_cast<int32_t>(nw / d->stride_w + 1);
+    return TSC_OK;
+}
+
+tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* w, tsc_dtype dtype, tsc_layout layout,
+    tsc_plan** plan)
+{
+    if (!desc || !w || !plan || !w->row_offsets)
+        return fail(TSC_ERR_INVALID_ARGUMENT, "null argument");
+    *plan = nullptr;
+    char const* nodev = std::getenv("TSC_STUB_NO_DEVICE");
+    if (nodev && nodev[0] == '1')
+        return fail(TSC_ERR_CUDA, "cudaGetDevice: no CUDA-capable device is detected (stub)");
+    if (layout != TSC_NCHW)
+        return fail(TSC_ERR_UNSUPPORTED, "stub: NCHW only");
+    tsc_plan* p = new tsc_plan;
+    p->desc = *desc;
+    p->dtype = dtype;
+    p->offsets.assign(w->row_offsets, w->row_offsets + desc->K + 1);
+    int32_t const nnz = p->offsets.back();
+    if (nnz > 0 && (!w->indices || !w->values))
+    {
+        delete p;
+        return fail(TSC_ERR_INVALID_ARGUMENT, "null indices/values");
+    }
+    if (nnz > 0)
+    {
+        p->indices.assign(w->indices, w->indices + nnz);
+        p->values.assign(w->values, w->values + nnz);
+    }
+    if (w->bias)
+        p->bias.assign(w->bias, w->bias + desc->K);
+    p->magic = kLiveMagic;
+    ++gLive;
+    *plan = p;
+    return TSC_OK;
+}
+
+void tsc_plan_destroy(tsc_plan* plan)
+{
+    if (!plan)
+        return;
+    if (plan->magic != kLiveMagic)
+        std::abort(); // double free
+    plan->magic = 0;
+    --gLive;
+    delete plan;
+}
+
+tsc_status tsc_plan_tune(tsc_plan*, int32_t, int32_t, int32_t, const void*, void*, void*, void*)
+{
+    return TSC_OK;
+}
+
+size_t tsc_workspace_size(const tsc_plan* plan, int32_t N, int32_t, int32_t)
+{
+    // pretend the kernel needs a little scratch so the plugin's workspace path is exercised
+    return plan ? static_cast<size_t>(64 + 16 * N) : 0;
+}
+
+tsc_status tsc_enqueue(const tsc_plan* p, int32_t N, int32_t H, int32_t W, const void* input, void* output,
+    void* workspace, void*)
+{
+    if (!p || p->magic != kLiveMagic || !input || !output)
+        return fail(TSC_ERR_INVALID_ARGUMENT, "bad plan or buffer");
+    if (!workspace)
+        return fail(TSC_ERR_INVALID_ARGUMENT, "stub needs its workspace");
+    std::memset(workspace, 0xAB, tsc_workspace_size(p, N, H, W)); // must be writable
+    tsc_conv_desc const& d = p->desc;
+    int32_t P = 0, Q = 0;
+    if (tsc_output_dims(&d, H, W, &P, &Q) != TSC_OK)
+        return TSC_ERR_INVALID_ARGUMENT;
+    int32_t const RS = d.R * d.S;
+    auto in = [&](int64_t i) -> double {
+        return p->dtype == TSC_FLOAT32 ? static_cast<float const*>(input)[i]
+                                       : halfToFloat(static_cast<uint16_t const*>(input)[i]);
+    };
+    for (int32_t n = 0; n < N; ++n)
+        for (int32_t k = 0; k < d.K; ++k)
+            for (int32_t y = 0; y < P; ++y)
+                for (int32_t x = 0; x < Q; ++x)
+                {
+                    double acc = p->bias.empty() ? 0.0 : p->bias[k];
+                    for (int32_t i = p->offsets[k]; i < p->offsets[k + 1]; ++i)
+                    {
+                        int32_t const c = p->indices[i] / RS, r = (p->indices[i] % RS) / d.S, s = p->indices[i] % d.S;
+                        int64_t const iy = static_cast<int64_t>(y) * d.stride_h - d.pad_top + r * d.dilation_h;
+                        int64_t const ix = static_cast<int64_t>(x) * d.stride_w - d.pad_left + s * d.dilation_w;
+                        if (iy < 0 || iy >= H || ix < 0 || ix >= W)
+                            continue;
+                        acc += p->values[i] * in(((static_cast<int64_t>(n) * d.C + c) * H + iy) * W + ix);
+                    }
+                    if (d.activation == TSC_ACT_RELU)
+                        acc = acc < 0 ? 0 : acc;
+                    else if (d.activation == TSC_ACT_CLIP)
+                        acc = acc < d.clip_min ? d.clip_min : (acc > d.clip_max ? d.clip_max : acc);
+                    int64_t const o = ((static_cast<int64_t>(n) * d.K + k) * P + y) * Q + x;
+                    if (p->dtype == TSC_FLOAT32)
+                        static_cast<float*>(output)[o] = static_cast<float>(acc);
+                    else
+                        static_cast<uint16_t*>(output)[o] = floatToHalf(static_cast<float>(acc));
+                }
+    return TSC_OK;
+}
+
+size_t tsc_plan_describe(const tsc_plan* plan, char* buf, size_t buf_len)
+{
+    std::string s = plan ? "cpu-stub plan" : "null";
+    if (buf && buf_len)
+    {
+        std::strncpy(buf, s.c_str(), buf_len - 1);
+        buf[buf_len - 1] = '\0';
+    }
+    return s.size() + 1;
+}
+
+__attribute__((visibility("default"))) int32_t tsc_stub_live_plans(void)
+{
+    return gLive.load();
+}
+
+} // extern "C"
