@@ -73,3 +73,8 @@ extern "C" tsc_status tsc_bench_empty_launch(int32_t count, void* stream, double
     *us = ms * 1e3 / count;
     return TSC_OK;
 }
+
+extern "C" tsc_status tsc_bench_empty_kernel(void* stream) {
+    empty_kernel<<<1, 32, 0, static_cast<cudaStream_t>(stream)>>>();
+    return cudaGetLastError() == cudaSuccess ? TSC_OK : TSC_ERR_CUDA;
+}

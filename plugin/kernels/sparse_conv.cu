@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sparse_conv.h"
+#include "tsc_bench.h"
 #include "tsc_internal.h"
 
 namespace tsc {
@@ -343,6 +344,41 @@ Variant chosen_variant(const tsc_plan* p, int N, int H, int W, int P, int Q) {
     return heuristic_variant(p, N, H, W, P, Q);
 }
 
+/* Every variant that can run this shape: generic, then tile configs x splits x lane shapes. */
+std::vector<Variant> candidates(const tsc_plan* plan, int N, int H, int W, int P, int Q, const void* x, void* y) {
+    std::vector<Variant> cands;
+    Variant gen = {0, 0, 1, 0};
+    cands.push_back(gen);
+    if (plan->geom >= 0) {
+        for (int c = 0; c < tsc::TILE_CFGS; ++c) {
+            const int lw0 = default_lw(plan, c, Q);
+            for (int ns = 1; ns <= 8; ns *= 2)
+                for (int dl = 0; dl < 2; ++dl) {
+                    Variant v = {1, c, ns, lw0 - dl};
+                    tsc::TileParams tp;
+                    if (v.lw_log2 >= 0 && tile_params(plan, v, N, H, W, P, Q, x, y, &tp)) cands.push_back(v);
+                }
+        }
+    }
+    return cands;
+}
+
+std::string variant_name(const tsc_plan* plan, const Variant& v) {
+    if (v.kind == 0) return "generic";
+    const tsc::TileCfgInfo ci = tsc::tile_cfg_info(plan->geom, v.cfg);
+    return "tile(kt=" + std::to_string(ci.kt) + ",px=" + std::to_string(ci.ph) + "x" + std::to_string(ci.pw) +
+           ",split=" + std::to_string(v.nsplit) + ",lw=" + std::to_string(1 << v.lw_log2) + ")";
+}
+
+size_t copy_out(const std::string& s, char* buf, size_t buf_len) {
+    if (buf && buf_len) {
+        const size_t n = std::min(buf_len - 1, s.size());
+        std::memcpy(buf, s.data(), n);
+        buf[n] = '\0';
+    }
+    return s.size() + 1;
+}
+
 std::once_flag g_smem_once[64];
 
 }  // namespace
@@ -470,20 +506,7 @@ tsc_status tsc_plan_tune(tsc_plan* plan, int32_t N, int32_t H, int32_t W, const 
     tsc_status st = check_enqueue_args(plan, N, H, W, input, output, &P, &Q);
     if (st != TSC_OK) return st;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
-    std::vector<Variant> cands;
-    Variant gen = {0, 0, 1, 0};
-    cands.push_back(gen);
-    if (plan->geom >= 0) {
-        for (int c = 0; c < tsc::TILE_CFGS; ++c) {
-            const int lw0 = default_lw(plan, c, Q);
-            for (int ns = 1; ns <= 8; ns *= 2)
-                for (int dl = 0; dl < 2; ++dl) {
-                    Variant v = {1, c, ns, lw0 - dl};
-                    tsc::TileParams tp;
-                    if (v.lw_log2 >= 0 && tile_params(plan, v, N, H, W, P, Q, input, output, &tp)) cands.push_back(v);
-                }
-        }
-    }
+    std::vector<Variant> cands = candidates(plan, N, H, W, P, Q, input, output);
     cudaEvent_t e0, e1;
     cudaError_t ce;
     if ((ce = cudaEventCreate(&e0)) != cudaSuccess) return cuda_fail(ce, "cudaEventCreate");
@@ -535,21 +558,38 @@ size_t tsc_plan_describe(const tsc_plan* plan, char* buf, size_t buf_len) {
         for (size_t i = 0; i < plan->tuned.size(); ++i) {
             const Tuned& t = plan->tuned[i];
             s += " tuned[" + std::to_string(t.N) + "x" + std::to_string(t.H) + "x" + std::to_string(t.W) + "]=";
-            if (t.v.kind == 0) {
-                s += "generic";
-            } else {
-                const tsc::TileCfgInfo ci = tsc::tile_cfg_info(plan->geom, t.v.cfg);
-                s += "tile(kt=" + std::to_string(ci.kt) + ",px=" + std::to_string(ci.ph) + "x" + std::to_string(ci.pw) +
-                     ",split=" + std::to_string(t.v.nsplit) + ",lw=" + std::to_string(1 << t.v.lw_log2) + ")";
-            }
+            s += variant_name(plan, t.v);
         }
     }
-    if (buf && buf_len) {
-        const size_t n = std::min(buf_len - 1, s.size());
-        std::memcpy(buf, s.data(), n);
-        buf[n] = '\0';
-    }
-    return s.size() + 1;
+    return copy_out(s, buf, buf_len);
+}
+
+/* ---- variant access for tests and benchmarks (tsc_bench.h) ---- */
+int32_t tsc_plan_variant_count(const tsc_plan* plan, int32_t N, int32_t H, int32_t W) {
+    int P = 0, Q = 0;
+    if (!plan || N < 1 || out_dims(&plan->d, H, W, &P, &Q) != TSC_OK) return 0;
+    return (int32_t)candidates(plan, N, H, W, P, Q, nullptr, nullptr).size();
+}
+
+size_t tsc_plan_variant_name(const tsc_plan* plan, int32_t index, int32_t N, int32_t H, int32_t W, char* buf,
+                             size_t buf_len) {
+    int P = 0, Q = 0;
+    if (!plan || N < 1 || out_dims(&plan->d, H, W, &P, &Q) != TSC_OK) return 0;
+    std::vector<Variant> c = candidates(plan, N, H, W, P, Q, nullptr, nullptr);
+    if (index < 0 || index >= (int)c.size()) return 0;
+    return copy_out(variant_name(plan, c[index]), buf, buf_len);
+}
+
+tsc_status tsc_plan_enqueue_variant(const tsc_plan* plan, int32_t index, int32_t N, int32_t H, int32_t W,
+                                    const void* input, void* output, void* workspace, void* stream) {
+    g_last_error.clear();
+    (void)workspace;
+    int P = 0, Q = 0;
+    tsc_status st = check_enqueue_args(plan, N, H, W, input, output, &P, &Q);
+    if (st != TSC_OK) return st;
+    std::vector<Variant> c = candidates(plan, N, H, W, P, Q, input, output);
+    if (index < 0 || index >= (int)c.size()) return fail(TSC_ERR_INVALID_ARGUMENT, "variant index out of range");
+    return launch_variant(plan, c[index], N, H, W, P, Q, input, output, static_cast<cudaStream_t>(stream));
 }
 
 }  // extern "C"

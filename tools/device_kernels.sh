@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# One device call for the kernel work: build (sm_90), GPU tests, compute-sanitizer, benchmark.
+#   bash tools/device_kernels.sh [build] [test] [sanitize] [bench-quick] [bench-full] [bench-sweep]
+# Logs and JSON go to $OUT (default ./device_out); a short table is printed last.
+set -u
+OUT=${OUT:-$PWD/device_out}
+mkdir -p "$OUT"
+STAGES=${*:-build test sanitize bench-quick}
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+T0=$(date +%s)
+say() { echo "[$(( $(date +%s) - T0 ))s] $*"; }
+has() { case " $STAGES " in *" $1 "*) return 0;; esac; return 1; }
+status=0
+
+if has build; then
+  say "build"
+  (cmake -S plugin -B build -DTSC_CUDA_ARCHS=90 -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 &&
+   cmake --build build -j16 >>"$OUT/build.log" 2>&1) || { say "BUILD FAILED"; tail -30 "$OUT/build.log"; exit 1; }
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >>"$OUT/build.log" 2>&1
+  cuobjdump -sass build/kernels/libtrt_sparse_kernels.so 2>/dev/null | grep -E "Function|BRX|FFMA|LDG" \
+    | awk '/Function/{f=$0} /BRX/{b[f]++} /FFMA/{m[f]++} /LDG/{l[f]++} END{for(k in m) print k, "FFMA",m[k],"BRX",b[k],"LDG",l[k]}' \
+    > "$OUT/sass_counts.txt" 2>/dev/null
+fi
+if has test; then
+  say "gpu tests"
+  python3 -m pytest -q -m gpu tests/test_kernels_gpu.py tests/test_kernels.py -rs -x >"$OUT/pytest_gpu.log" 2>&1 || status=1
+  tail -5 "$OUT/pytest_gpu.log"
+fi
+if has sanitize; then
+  say "compute-sanitizer memcheck + racecheck (subset)"
+  SUB="basic or odd_sizes or stride2 or 1x1 or k_tail_70 or batch3 or skewed or dilation2"
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 99 python3 -m pytest -q -m gpu tests/test_kernels_gpu.py \
+      -k "test_every_variant_matches_reference and fp32 and ($SUB)" >"$OUT/sanitize_$tool.log" 2>&1
+    rc=$?; say "$tool rc=$rc"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitize_$tool.log" | tail -3
+    [ $rc -eq 0 ] || status=1
+  done
+fi
+if has bench-quick; then
+  say "bench quick (3x3 s1, batch 1)"
+  python3 -m trt_sparse bench-kernels --layers bench/layers.json --batch 1 --sparsity 0.9 0.95 \
+    --dtype fp32 fp16 --only resnet50_3x3_c64_h56 resnet50_3x3_c128_h28 resnet50_3x3_c256_h14 resnet50_3x3_c512_h7 \
+    vgg16_3x3_c64_k128_h112 vgg16_3x3_c256_k512_h28 --json "$OUT/bench_quick.json" 2>"$OUT/bench_quick.err" || status=1
+fi
+if has bench-full; then
+  say "bench full sweep"
+  python3 -m trt_sparse bench-kernels --layers bench/layers.json --batch 1 8 --sparsity 0.9 0.95 \
+    --dtype fp32 fp16 --json "$OUT/bench_full.json" --plot "$OUT/bench_full.png" 2>"$OUT/bench_full.err" || status=1
+fi
+if has bench-sweep; then
+  say "bench sparsity sweep (batch 1, 3x3 s1 + 1x1 + s2 samples)"
+  python3 -m trt_sparse bench-kernels --layers bench/layers.json --batch 1 --sparsity 0.5 0.7 0.8 0.98 \
+    --dtype fp32 fp16 --json "$OUT/bench_sweep.json" --plot "$OUT/bench_sweep.png" 2>"$OUT/bench_sweep.err" || status=1
+fi
+say "done status=$status"
+exit $status
