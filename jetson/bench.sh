@@ -120,7 +120,7 @@ for a in ${BUILD_ARGS[@]+"${BUILD_ARGS[@]}"}; do
   [[ $a == --dense || $a == --sparse ]] && has_build_input=1
 done
 if ((has_build_input)); then
-  bcmd=("$SCRIPT_DIR/build_engines.sh" --out-dir "$OUT_DIR" --plugin-mode "$PLUGIN_MODE" "${BUILD_ARGS[@]}")
+  bcmd=(bash "$SCRIPT_DIR/build_engines.sh" --out-dir "$OUT_DIR" --plugin-mode "$PLUGIN_MODE" "${BUILD_ARGS[@]}")
   [[ -n $PLUGIN ]] && bcmd+=(--plugin "$PLUGIN")
   [[ -n $TRTEXEC_ARG ]] && bcmd+=(--trtexec "$TRTEXEC_ARG")
   ((DRY_RUN)) && bcmd+=(--dry-run)

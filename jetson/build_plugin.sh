@@ -24,6 +24,7 @@ ARCH=""
 TRT_ROOT="${TENSORRT_ROOT:-}"
 TRT_INCLUDE=""
 CUDA_ROOT="${CUDA_HOME:-${CUDA_PATH:-}}"
+CUDA_ROOT_GIVEN=0
 JOBS=""
 BUILD_TYPE="Release"
 CLEAN=0
@@ -68,7 +69,7 @@ while [[ $# -gt 0 ]]; do
     --arch) need_arg "$@"; ARCH=$2; shift 2 ;;
     --tensorrt-root) need_arg "$@"; TRT_ROOT=$2; shift 2 ;;
     --tensorrt-include) need_arg "$@"; TRT_INCLUDE=$2; shift 2 ;;
-    --cuda-root) need_arg "$@"; CUDA_ROOT=$2; shift 2 ;;
+    --cuda-root) need_arg "$@"; CUDA_ROOT=$2; CUDA_ROOT_GIVEN=1; shift 2 ;;
     --jobs) need_arg "$@"; JOBS=$2; shift 2 ;;
     --build-type) need_arg "$@"; BUILD_TYPE=$2; shift 2 ;;
     --clean) CLEAN=1; shift ;;
@@ -142,6 +143,9 @@ if [[ -n $CMAKE_BIN ]]; then
 fi
 
 NVCC=""
+if ((CUDA_ROOT_GIVEN)) && [[ ! -x $CUDA_ROOT/bin/nvcc ]]; then
+  die "no nvcc in $CUDA_ROOT/bin (from --cuda-root)"
+fi
 if [[ -n $CUDA_ROOT && -x $CUDA_ROOT/bin/nvcc ]]; then
   NVCC=$CUDA_ROOT/bin/nvcc
 elif command -v nvcc >/dev/null 2>&1; then
