@@ -16,6 +16,7 @@ import hashlib
 import importlib
 import importlib.util
 import os
+import re
 import sys
 import tempfile
 
@@ -93,10 +94,12 @@ def version_tuple(trt):
     """Return the module's version as a tuple of ints, e.g. (10, 3, 0, 26)."""
     parts = []
     for piece in str(getattr(trt, "__version__", "0")).split("."):
-        digits = "".join(ch for ch in piece if ch.isdigit())
+        digits = re.match(r"\d*", piece).group(0)
         if not digits:
             break
         parts.append(int(digits))
+        if len(digits) != len(piece):  # "0b3", "1rc1": stop at the pre-release tag
+            break
     return tuple(parts) or (0,)
 
 
