@@ -18,6 +18,7 @@ Needs torch (CPU build): ``pip install torch==2.13.0``.
 import argparse
 import os
 import sys
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
@@ -80,7 +81,8 @@ def export(name, out_dir, image_size=224, opset=17, seed=0):
     if keep_bn:
         kwargs.update(training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False)
     tmp = path + ".tmp"
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # the TorchScript exporter is deprecated, still works
         torch.onnx.export(model, (dummy,), tmp, **kwargs)
     os.replace(tmp, path)
     return path
