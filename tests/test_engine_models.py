@@ -1,22 +1,11 @@
 """Small ONNX models built with onnx.helper for the engine/precision/runtime tests.
 
-Other test modules load this file by path (``load_models_module``) so that no
-package layout of tests/ is assumed. The few tests here check the builders.
+Other test modules load this file by path (importlib, spec_from_file_location) so
+that no package layout of tests/ is assumed. The few tests here check the builders.
 """
-import importlib.util
-import os
-
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
-
-
-def load_models_module():
-    """Return this module, imported by path (works whatever the tests/ package layout)."""
-    spec = importlib.util.spec_from_file_location("_trt_sparse_test_engine_models", os.path.abspath(__file__))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 class _Builder:
