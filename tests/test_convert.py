@@ -340,6 +340,7 @@ def test_preserves_io_names_dims_opset_metadata_and_other_nodes():
     m = g.model([finput(shape=("batch", 4, "h", "w"))], [
         helper.make_tensor_value_info("features", TensorProto.FLOAT, ["batch", 6, "h", "w"]),
         helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", 6, 1, 1])], opset=13)
+    m.graph.initializer.append(numpy_helper.from_array(np.arange(3, dtype=np.float32), "unused"))
     m.doc_string = "doc"
     m.model_version = 7
     helper.set_model_props(m, {"author": "me", "license": "x"})
@@ -353,6 +354,7 @@ def test_preserves_io_names_dims_opset_metadata_and_other_nodes():
     assert {p.key: p.value for p in out.metadata_props} == {"author": "me", "license": "x"}
     assert (out.doc_string, out.model_version, out.producer_name, out.ir_version) == ("doc", 7, "tests", 8)
     assert [n.op_type for n in out.graph.node] == [PLUGIN_OP, "GlobalAveragePool"]
+    assert [i.name for i in out.graph.initializer] == ["unused"]  # kept; the replaced conv's weight is gone
     assert_verified(m, res, input_shapes={"x": (2, 4, 9, 7)})
 
 
@@ -434,3 +436,14 @@ def test_totals_count_bytes():
     assert t["conv_layers"] == 2 and t["converted"] == 2
     assert t["weight_bytes_before"] == 4 * (8 * 4 * 9 + 8 * 8)
     assert t["weight_bytes_after"] == sum(4 * 9 + 8 * layer.nnz for layer in res.layers)
+
+
+def test_default_domain_spelled_ai_onnx_becomes_empty():
+    """TensorRT 8.2 looks the default opset up as "" when a model imports several domains."""
+    g = G()
+    y = g.conv("x", sparse_weight((4, 4, 3, 3)), "c0")
+    m = g.model([finput()], [foutput(y)])
+    m.opset_import[0].domain = "ai.onnx"
+    res = convert0(m)
+    assert {(o.domain, o.version) for o in res.model.opset_import} == {("", 17), (PLUGIN_DOMAIN, 1)}
+    assert_verified(m, res)

@@ -520,8 +520,8 @@ def convert_model(model, options=None, progress=None):
         for n in plan.remove:
             claimed.add(id(n))
         replaced[id(plan.remove[0])] = (plan, sw)
-    _rewrite(graph, replaced)
-    out = _export(graph, model)
+    dropped = _rewrite(graph, replaced)
+    out = _export(graph, model, dropped)
     return ConvertResult(out, layers, options, time.time() - t0)
 
 
@@ -538,9 +538,13 @@ def layer_geometry(rep, params, shapes=None):
 
 
 def _rewrite(graph, replaced):
-    """Replace each planned Conv (and its fused BN / activation nodes) by one SparseConv2d node."""
+    """Replace each planned Conv (and its fused BN / activation nodes) by one SparseConv2d node.
+
+    Returns the names of the tensors only the replaced nodes read (dense weights, BN
+    parameters, clip bounds), which the output no longer needs.
+    """
     if not replaced:
-        return
+        return set()
     removed = set()
     orphan_candidates = set()  # tensors only the removed nodes read (weights, BN params, clip bounds)
     new_nodes = []
@@ -573,12 +577,23 @@ def _rewrite(graph, replaced):
             continue
         kept.append(n)
     graph.nodes = kept
+    return orphan_candidates
 
 
-def _export(graph, model):
-    """gs graph -> ModelProto keeping the original's opsets (+ ours), metadata and model fields."""
+def _export(graph, model, dropped=()):
+    """gs graph -> ModelProto keeping the original's opsets (+ ours), metadata and model fields.
+
+    Initializers of the original that no node reads are kept too (graphsurgeon
+    exports only referenced ones), except those only the replaced nodes read.
+    """
     opsets = [helper.make_opsetid(o.domain, o.version) for o in model.opset_import]
     if any(n.op == PLUGIN_OP for n in graph.nodes):
+        # TensorRT 8.2's parser looks the default opset up under "" once a model imports two
+        # domains: spell the default domain "" (the ONNX spec makes "" and "ai.onnx" the same)
+        if not any(o.domain == "" for o in opsets):
+            for o in opsets:
+                if o.domain == "ai.onnx":
+                    o.domain = ""
         opsets.append(helper.make_opsetid(PLUGIN_DOMAIN, PLUGIN_DOMAIN_VERSION))
     out = gs.export_onnx(graph, do_type_check=False, opset_imports=opsets)
     out.ir_version = model.ir_version
@@ -591,6 +606,10 @@ def _export(graph, model):
     out.graph.name = model.graph.name
     del out.metadata_props[:]
     out.metadata_props.extend(model.metadata_props)
+    present = {i.name for i in out.graph.initializer}
+    for init in model.graph.initializer:
+        if init.name not in present and init.name not in dropped:
+            out.graph.initializer.append(init)
     return out
 
 
