@@ -285,16 +285,14 @@ fi
 cmake_args=(
   "-DCMAKE_BUILD_TYPE=$BUILD_TYPE"
   "-DCMAKE_CUDA_COMPILER=$NVCC"
-  "-DTRT_SPARSE_CUDA_ARCH=$ARCH"
+  # plugin/kernels/CMakeLists.txt: TSC_CUDA_ARCHS picks the architectures on every CMake
+  # (CMake < 3.18 ignores CMAKE_CUDA_ARCHITECTURES; the kernels then add -gencode flags).
+  "-DTSC_CUDA_ARCHS=$ARCH"
   "-DTENSORRT_INCLUDE_DIR=$TRT_HEADER_DIR"
 )
 [[ -n $TRT_ROOT ]] && cmake_args+=("-DTENSORRT_ROOT=$TRT_ROOT")
 if version_ge "$CMAKE_VERSION" 3.18; then
   cmake_args+=("-DCMAKE_CUDA_ARCHITECTURES=$ARCH")
-else
-  # CMake < 3.18 ignores CMAKE_CUDA_ARCHITECTURES; nvcc would then build for its default
-  # (sm_30 on CUDA 10.2), which has no __half arithmetic. Pass the architecture directly.
-  cmake_args+=("-DCMAKE_CUDA_FLAGS=-gencode arch=compute_$ARCH,code=sm_$ARCH")
 fi
 
 print_env

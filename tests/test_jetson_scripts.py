@@ -184,16 +184,15 @@ def test_x86_arch_from_nvidia_smi(tmp_path):
     assert "GPU arch:   sm_80 (from nvidia-smi compute_cap 8.0)" in res.stdout
 
 
-def test_dry_run_old_cmake_passes_gencode(tmp_path):
+def test_dry_run_old_cmake_passes_kernel_archs(tmp_path):
     env, p = fake_toolchain(tmp_path)
     res = run([script("build_plugin.sh"), "--dry-run", "--tensorrt-include", p["include"],
                "--build-dir", str(tmp_path / "b")], env=env)
     assert res.returncode == 0, res.stderr
     line = [ln for ln in res.stdout.splitlines() if ln.startswith("mkdir -p ")][0]
     words = shlex.split(line)  # the dry run prints a shell-quoted command line
-    assert "-DCMAKE_CUDA_FLAGS=-gencode arch=compute_53,code=sm_53" in words
+    assert "-DTSC_CUDA_ARCHS=53" in words  # the kernels' -gencode fallback for CMake < 3.18
     assert not any("CMAKE_CUDA_ARCHITECTURES" in w for w in words)
-    assert "-DTRT_SPARSE_CUDA_ARCH=53" in words
     assert "-DTENSORRT_INCLUDE_DIR={}".format(p["include"]) in words
     assert "-DCMAKE_CUDA_COMPILER={}".format(p["bin"] / "nvcc") in words
 
@@ -209,7 +208,7 @@ def test_build_new_cmake_uses_cuda_architectures_and_writes_env(tmp_path):
         calls = f.read().splitlines()
     # configured from inside the build folder (no -S/-B: CMake 3.10), then built with -j
     assert calls[0].startswith(str(build) + " :: " + os.path.join(ROOT, "plugin") + " ")
-    assert "-DCMAKE_CUDA_ARCHITECTURES=87" in calls[0] and "gencode" not in calls[0]
+    assert "-DCMAKE_CUDA_ARCHITECTURES=87" in calls[0] and "-DTSC_CUDA_ARCHS=87" in calls[0]
     assert calls[1].endswith(":: --build {} -- -j3".format(build))
     with open(str(build / "jetson_env.txt")) as f:
         envtxt = dict(line.strip().split("=", 1) for line in f)
