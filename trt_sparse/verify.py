@@ -22,7 +22,7 @@ from . import format as fmt
 from .errors import FormatError, TrtSparseError
 
 PLUGIN_OP = "SparseConv2d"
-DEFAULT_RTOL = {"exact": 1e-4, "packed32": 5e-2}
+DEFAULT_RTOL = {"exact": 1e-4, "packed32": 1e-2}
 DEFAULT_ATOL = 1e-6
 
 

@@ -33,7 +33,7 @@ def add_arguments(p):
     p.add_argument("--no-verify", action="store_true", help="skip the numerical verification")
     p.add_argument("--atol", type=float, default=None, help="verification: absolute tolerance (default 1e-6)")
     p.add_argument("--rtol", type=float, default=None,
-                   help="verification: tolerance relative to max|output| (default 1e-4 exact, 5e-2 packed32)")
+                   help="verification: tolerance relative to max|output| (default 1e-4 exact, 1e-2 packed32)")
     p.add_argument("--seed", type=int, default=0, help="verification: seed of the random inputs")
     p.add_argument("--report", metavar="FILE", help="also write the report to FILE (.json or .md)")
     p.add_argument("-q", "--quiet", action="store_true", help="print only the totals, not the per-layer table")

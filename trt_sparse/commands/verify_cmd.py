@@ -10,7 +10,7 @@ def add_arguments(p):
     p.add_argument("sparse", help="the rewritten model (SparseConv2d nodes computed by trt_sparse.reference)")
     p.add_argument("--atol", type=float, default=None, help="absolute tolerance (default 1e-6)")
     p.add_argument("--rtol", type=float, default=None,
-                   help="tolerance relative to max|output| (default 1e-4 exact, 5e-2 packed32 weights)")
+                   help="tolerance relative to max|output| (default 1e-4 exact, 1e-2 packed32 weights)")
     p.add_argument("--batch", type=int, default=1, help="size of a dynamic batch dim")
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME:D0xD1x...",
                    help="static shape of an input with dynamic dims other than the batch (repeatable)")
