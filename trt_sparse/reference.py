@@ -1,11 +1,14 @@
 """Float64 numpy reference of the sparse convolution, computed from the packed format.
 
-The weight is never densified: every stored nonzero ``w[k, c, r, s]`` gathers
-its shifted, strided input plane ``x[n, c, p*sh - pt + r*dh, q*sw - pl + s*dw]``
-for all output pixels at once, the products are summed per output channel with
-``np.add.reduceat`` (nonzeros are stored grouped by output channel), then bias
-and the fused activation are applied (docs/FORMAT.md "Conv semantics").
-Nonzeros are processed in chunks so the gathered block stays bounded in memory.
+The weight is never densified. Nonzeros are taken one kernel tap (r, s) at a
+time: the tap's shifted, strided view of the zero-padded input
+``x[n, c, p*sh - pt + r*dh, q*sw - pl + s*dw]`` (all output pixels at once) is
+gathered row by row for each nonzero's input channel c, scaled by its value and
+summed per output channel with ``np.add.reduceat`` (inside a tap the nonzeros
+keep the canonical output-channel order); then bias and the fused activation
+are applied (docs/FORMAT.md "Conv semantics"). Nonzeros are processed in chunks
+so a gathered block stays bounded in memory; the padded input is held once in
+float64 plus one tap's view of it.
 """
 import numpy as np
 
@@ -48,6 +51,45 @@ def _activate(out, activation, clip_min, clip_max):
     raise UnsupportedError("unknown activation code {!r} (0 none, 1 relu, 2 clip)".format(activation))
 
 
+def _accumulate(out, x, weight, pq, strides, pads, dilations):
+    """Add every nonzero's contribution into ``out`` (K, N*P*Q), one kernel tap (r, s) at a time."""
+    K, C, R, S = weight.shape
+    N, _, H, W = x.shape
+    P, Q = pq
+    sh, sw = strides
+    pt, pl, pb, pr = pads
+    dh, dw = dilations
+    npq = N * P * Q
+    xp = np.zeros((C, N, H + pt + pb, W + pl + pr), dtype=np.float64)  # zero-padded, channel-major
+    xp[:, :, pt:pt + H, pl:pl + W] = x.transpose(1, 0, 2, 3)
+    c_idx, r_idx, s_idx = weight.crs_indices()
+    tap = r_idx.astype(np.int64) * S + s_idx
+    order = np.argsort(tap, kind="stable")  # grouped by tap; output-channel order kept inside a tap
+    tap, c_idx = tap[order], c_idx[order].astype(np.intp)
+    k_idx = weight.channels()[order]
+    vals = weight.values.astype(np.float64)[order]
+    bounds = np.concatenate(([0], np.flatnonzero(np.diff(tap)) + 1, [tap.size]))
+    step = max(1, _CHUNK_ELEMENTS // npq)
+    for t0, t1 in zip(bounds[:-1], bounds[1:]):
+        r, s = divmod(int(tap[t0]), S)
+        # input seen by tap (r, s) at every output pixel: a strided view of the padded input
+        plane = xp[:, :, r * dh:r * dh + (P - 1) * sh + 1:sh, s * dw:s * dw + (Q - 1) * sw + 1:sw]
+        used = np.unique(c_idx[t0:t1])
+        if used.size < C:
+            rows_x = np.ascontiguousarray(plane[used]).reshape(used.size, npq)
+            rows = np.searchsorted(used, c_idx[t0:t1])
+        else:
+            rows_x = np.ascontiguousarray(plane).reshape(C, npq)
+            rows = c_idx[t0:t1]
+        for a in range(t0, t1, step):  # chunks bound the gathered block to _CHUNK_ELEMENTS doubles
+            b = min(t1, a + step)
+            block = np.take(rows_x, rows[a - t0:b - t0], axis=0)  # (nz, N*P*Q)
+            block *= vals[a:b, None]
+            ks = k_idx[a:b]
+            starts = np.flatnonzero(np.concatenate(([True], ks[1:] != ks[:-1])))
+            out[ks[starts]] += np.add.reduceat(block, starts, axis=0)
+
+
 def sparse_conv2d(x, weight, bias=None, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1),
                   activation=0, clip_min=0.0, clip_max=6.0, group=1):
     """float64 (N, K, P, Q) output of a sparse Conv with fused bias and activation.
@@ -79,34 +121,14 @@ def sparse_conv2d(x, weight, bias=None, strides=(1, 1), pads=(0, 0, 0, 0), dilat
     dh, dw = (int(v) for v in dilations)
     pt, pl, pb, pr = (int(v) for v in pads)
 
-    out = np.zeros((N, K, P, Q), dtype=np.float64)
     if bias is not None:
         b = np.asarray(bias, dtype=np.float64).reshape(-1)
         if b.size != K:
             raise TrtSparseError("bias has {} entries, the weight has K = {} output channels".format(b.size, K))
-    nnz = weight.nnz
-    if nnz and N:
-        # zero-padded input; only the rows/cols some output pixel can reach are kept
-        hp = max(H + pt + pb, (P - 1) * sh + (R - 1) * dh + 1)
-        wp = max(W + pl + pr, (Q - 1) * sw + (S - 1) * dw + 1)
-        xp = np.zeros((N, C, hp, wp), dtype=np.float64)
-        xp[:, :, pt:pt + H, pl:pl + W] = x
-        c_idx, r_idx, s_idx = weight.crs_indices()
-        k_idx = weight.channels()
-        vals = weight.values.astype(np.float64)
-        rows = np.arange(P, dtype=np.intp) * sh
-        cols = np.arange(Q, dtype=np.intp) * sw
-        step = max(1, _CHUNK_ELEMENTS // (N * P * Q))
-        for a in range(0, nnz, step):
-            b_ = min(nnz, a + step)
-            ci = c_idx[a:b_].astype(np.intp)[:, None, None]
-            hi = (r_idx[a:b_].astype(np.intp) * dh)[:, None, None] + rows[None, :, None]
-            wi = (s_idx[a:b_].astype(np.intp) * dw)[:, None, None] + cols[None, None, :]
-            gathered = xp[:, ci, hi, wi]  # (N, nz, P, Q)
-            gathered *= vals[a:b_][None, :, None, None]
-            ks = k_idx[a:b_]
-            starts = np.flatnonzero(np.concatenate(([True], ks[1:] != ks[:-1])))
-            out[:, ks[starts]] += np.add.reduceat(gathered, starts, axis=1)
+    out = np.zeros((K, N, P, Q), dtype=np.float64)  # channel-major while accumulating
+    if weight.nnz and N:
+        _accumulate(out.reshape(K, N * P * Q), x, weight, (P, Q), (sh, sw), (pt, pl, pb, pr), (dh, dw))
+    out = np.ascontiguousarray(out.transpose(1, 0, 2, 3))
     if bias is not None:
         out += b[None, :, None, None]
     return _activate(out, activation, float(clip_min), float(clip_max))
