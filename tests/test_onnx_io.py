@@ -62,6 +62,22 @@ def test_save_atomic_writes_and_leaves_no_temp(tmp_path, small_model):
     assert onnx.load_model(str(out)).SerializeToString() == small_model.SerializeToString()
 
 
+def test_save_atomic_file_mode(tmp_path, small_model):
+    umask = os.umask(0o022)
+    try:
+        out = tmp_path / "new.onnx"
+        onnx_io.save_model_atomic(small_model, out, external_data=False)
+        assert os.stat(str(out)).st_mode & 0o777 == 0o644  # not mkstemp's 0600
+        os.chmod(str(out), 0o640)
+        onnx_io.save_model_atomic(small_model, out)
+        assert os.stat(str(out)).st_mode & 0o777 == 0o640  # a replaced file keeps its mode
+        ext = tmp_path / "ext.onnx"
+        onnx_io.save_model_atomic(small_model, ext, external_data=True)
+        assert os.stat(str(ext)).st_mode & 0o777 == 0o644
+    finally:
+        os.umask(umask)
+
+
 def test_save_refuses_input_path(tmp_path, small_model):
     src = tmp_path / "in.onnx"
     onnx.save_model(small_model, str(src))

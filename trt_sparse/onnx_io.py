@@ -83,6 +83,7 @@ def save_model_atomic(model, path, src_path=None, external_data=False):
                     "cannot serialize the model ({}); models over 2 GB need external data "
                     "(--external-data)".format(_one_line(exc))
                 )
+            os.chmod(tmp, _file_mode(path))
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):
@@ -97,12 +98,24 @@ def save_model_atomic(model, path, src_path=None, external_data=False):
         )
         tmp_data = os.path.join(tmp_dir, data_name)
         if os.path.exists(tmp_data):
+            os.chmod(tmp_data, _file_mode(os.path.join(out_dir, data_name)))
             os.replace(tmp_data, os.path.join(out_dir, data_name))
+        os.chmod(tmp_model, _file_mode(path))
         os.replace(tmp_model, path)
         # onnx moved the tensor bytes out of ``model``; put them back from the written file
         onnx.external_data_helper.load_external_data_for_model(model, out_dir)
     finally:
         shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def _file_mode(path):
+    """Permission bits for a new ``path``: those of the file it replaces, else 0o666 minus the umask."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def _same_file(a, b):
