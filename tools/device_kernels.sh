@@ -52,5 +52,16 @@ if has bench-sweep; then
   python3 -m trt_sparse bench-kernels --layers bench/layers.json --batch 1 --sparsity 0.5 0.7 0.8 0.98 \
     --dtype fp32 fp16 --json "$OUT/bench_sweep.json" --plot "$OUT/bench_sweep.png" 2>"$OUT/bench_sweep.err" || status=1
 fi
+if has ncu; then
+  say "ncu (tuned variant, fp32 90%)"
+  for L in resnet50_3x3_c64_h56 resnet50_3x3_c256_h14 vgg16_3x3_c256_k512_h28; do
+    idx=$(python3 bench/profile_layer.py $L --runs 1 | awk '/^variant/{print $2}')
+    ncu --clock-control none --section SpeedOfLight --section WarpStateStats --section Occupancy \
+      --section LaunchStats --section SchedulerStats --section MemoryWorkloadAnalysis -k regex:kernel \
+      --launch-skip 2 --launch-count 1 python3 bench/profile_layer.py $L --variant $idx --runs 4 \
+      >"$OUT/ncu_$L.txt" 2>&1
+    grep -E "^variant|Duration|Registers Per|Achieved Occupancy|Compute \(SM\) Throughput|Memory Throughput|Issued Warp|No Eligible|Warp Cycles Per Issued|L1/TEX Hit|L2 Hit" "$OUT/ncu_$L.txt" | head -14
+  done
+fi
 say "done status=$status"
 exit $status

@@ -80,26 +80,56 @@ __global__ void __launch_bounds__(256) tile_kernel(TileParams p) {
         const long long hw = (long long)p.H * p.W;
         /* may point before the image: only dereferenced where the masks allow */
         const T* xn = reinterpret_cast<const T*>(p.x) + (long long)n * p.C * hw + ((long long)ih0 * p.W + iw0);
-        float xp[PTH][PTW];
+        /* speculative prefetch only where the second patch fits the register budget */
+        constexpr bool PREF = KT * PH * PW + 2 * PTH * PTW <= 160;
+        float xp[PTH][PTW], xq[PTH][PTW];
         int cur_c = -1;
-        int2 e = __ldg(p.entries + beg);
+        /* next channel's patch, loaded speculatively (c+1 follows c in almost every group at <= 99% sparsity) */
+        int pre_c = -1;
+        /* nonzeros arrive in lane batches of 32 (coalesced), two batches in flight, broadcast by shuffles */
+        int2 bat = __ldg(p.entries + min(beg + lane, end));
+        int2 nxt = __ldg(p.entries + min(beg + 32 + lane, end));
         for (int i = beg; i < end; ++i) {
-            const int2 en = __ldg(p.entries + i + 1); /* sentinel entry makes i + 1 == end readable */
-            const int c = e.y >> kCaseBits;
+            const int j = (i - beg) & 31;
+            if (j == 0 && i != beg) {
+                bat = nxt;
+                nxt = __ldg(p.entries + min(i + 32 + lane, end));
+            }
+            const int code = __shfl_sync(0xffffffffu, bat.y, j);
+            const float v = __int_as_float(__shfl_sync(0xffffffffu, bat.x, j));
+            const int c = code >> kCaseBits;
             if (c != cur_c) {
                 cur_c = c;
-                const T* xc = xn + (long long)c * hw;
+                if (PREF && c == pre_c) {
 #pragma unroll
-                for (int a = 0; a < PTH; ++a) {
-                    const T* row = xc + a * p.W;
-                    const bool rok = (rm >> a) & 1u;
+                    for (int a = 0; a < PTH; ++a)
 #pragma unroll
-                    for (int b = 0; b < PTW; ++b)
-                        xp[a][b] = (rok && ((cm >> b) & 1u)) ? ld_in(row + b) : 0.0f;
+                        for (int b = 0; b < PTW; ++b) xp[a][b] = xq[a][b];
+                } else {
+                    const T* xc = xn + (long long)c * hw;
+#pragma unroll
+                    for (int a = 0; a < PTH; ++a) {
+                        const T* row = xc + a * p.W;
+                        const bool rok = (rm >> a) & 1u;
+#pragma unroll
+                        for (int b = 0; b < PTW; ++b)
+                            xp[a][b] = (rok && ((cm >> b) & 1u)) ? ld_in(row + b) : 0.0f;
+                    }
+                }
+                if (PREF) {
+                    pre_c = c + 1 < p.C ? c + 1 : c;
+                    const T* xc = xn + (long long)pre_c * hw;
+#pragma unroll
+                    for (int a = 0; a < PTH; ++a) {
+                        const T* row = xc + a * p.W;
+                        const bool rok = (rm >> a) & 1u;
+#pragma unroll
+                        for (int b = 0; b < PTW; ++b)
+                            xq[a][b] = (rok && ((cm >> b) & 1u)) ? ld_in(row + b) : 0.0f;
+                    }
                 }
             }
-            TileFma<R, S, ST, KT, PH, PW>::run(acc, xp, __int_as_float(e.x), e.y & ((1 << kCaseBits) - 1));
-            e = en;
+            TileFma<R, S, ST, KT, PH, PW>::run(acc, xp, v, code & ((1 << kCaseBits) - 1));
         }
     }
 
