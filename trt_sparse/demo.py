@@ -75,21 +75,81 @@ def build_demo_model(seed=0, image_hw=DEMO_HW, opset=17):
 
 
 def gpu_timing_note():
-    """A line saying whether the demo can time the kernels here, and why not."""
+    """(torch module, note): torch with a CUDA device and the kernel library, or None and why not."""
     try:
-        import importlib
+        import torch
+    except ImportError:
+        return None, "GPU timing skipped: torch is not installed (it allocates the device buffers)"
+    try:
+        if not torch.cuda.is_available():
+            return None, "GPU timing skipped: no CUDA device visible to torch"
+        from .cuda import load_library
 
-        cuda = importlib.import_module("trt_sparse.cuda")
-    except ImportError as exc:
-        return None, "GPU timing skipped: trt_sparse.cuda is not available ({})".format(exc)
-    avail = getattr(cuda, "available", None)
-    try:
-        ok = bool(avail()) if callable(avail) else False
-    except Exception as exc:  # no driver, no device
-        return None, "GPU timing skipped: {}".format(" ".join(str(exc).split())[:160])
-    if not ok:
-        return None, "GPU timing skipped: no CUDA device / kernel library found"
-    return cuda, "GPU found"
+        load_library()
+    except Exception as exc:  # no driver, no kernel library, ABI mismatch
+        return None, "GPU timing skipped: {}".format(" ".join(str(exc).split())[:200])
+    return torch, "GPU found: {}".format(torch.cuda.get_device_name(0))
+
+
+def _cuda_time_us(torch, fn, iters):
+    fn()
+    torch.cuda.synchronize()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        fn()
+    stop.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(stop) * 1000.0 / iters
+
+
+def time_layers_on_gpu(torch, result, batch=8, iters=50, log=print):
+    """Time each converted layer: the sparse kernel plan vs torch's dense conv2d (cuDNN), fp32.
+
+    Also checks the sparse output against the dense one. Returns a list of dict rows.
+    """
+    import torch.nn.functional as F
+
+    from .cuda import SparseConvPlan
+    from .format import unpack
+    from .verify import sparse_node_params
+
+    nodes = {n.name: n for n in result.model.graph.node if n.op_type == "SparseConv2d"}
+    rows = []
+    log("{:<12} {:>10} {:>10} {:>8} {:>10}".format("layer", "sparse us", "dense us", "speedup", "max diff"))
+    for layer in result.converted:
+        if not layer.input_hw or layer.name not in nodes:
+            continue
+        p = sparse_node_params(nodes[layer.name])
+        k, c, r, s = p["weight"].shape
+        h, w = layer.input_hw
+        x = torch.randn(batch, c, h, w, device="cuda")
+        plan = SparseConvPlan(p["weight"], p["bias"], p["strides"], p["pads"], p["dilations"], p["activation"],
+                              p["clip_min"], p["clip_max"], dtype="fp32")
+        y = torch.empty(plan.output_shape(tuple(x.shape)), device="cuda")
+        ws_bytes = plan.workspace_size(batch, h, w)
+        ws = torch.empty(ws_bytes, dtype=torch.uint8, device="cuda") if ws_bytes else None
+        plan.tune(x, y, ws)
+        wd = torch.from_numpy(unpack(p["weight"])).cuda()
+        bd = torch.from_numpy(p["bias"].astype("float32")).cuda() if p["bias"] is not None else None
+        pt, pl, pb, pr = p["pads"]
+
+        def dense():
+            out = F.conv2d(F.pad(x, (pl, pr, pt, pb)), wd, bd, stride=p["strides"], dilation=p["dilations"])
+            if p["activation"] == 1:
+                out = torch.relu(out)
+            elif p["activation"] == 2:
+                out = torch.clamp(out, p["clip_min"], p["clip_max"])
+            return out
+
+        sparse_us = _cuda_time_us(torch, lambda: plan.enqueue(x, y, ws), iters)
+        dense_us = _cuda_time_us(torch, dense, iters)
+        diff = float((dense() - y).abs().max())
+        plan.close()
+        rows.append({"layer": layer.name, "sparse_us": sparse_us, "dense_us": dense_us, "max_diff": diff})
+        log("{:<12} {:>10.1f} {:>10.1f} {:>7.2f}x {:>10.2e}".format(
+            layer.name[-12:], sparse_us, dense_us, dense_us / sparse_us, diff))
+    return rows
 
 
 def run_demo(out_dir, sparsity=0.9, weights="exact", seed=0, log=print):
@@ -135,8 +195,13 @@ def run_demo(out_dir, sparsity=0.9, weights="exact", seed=0, log=print):
     log("")
     log(format_table(result))
     log("")
-    _cuda, note = gpu_timing_note()
+    torch, note = gpu_timing_note()
     log(note)
+    if torch is not None:
+        try:
+            summary["gpu"] = time_layers_on_gpu(torch, result, log=log)
+        except Exception as exc:  # timing is a bonus: never fail the demo on it
+            log("GPU timing failed: {}".format(" ".join(str(exc).split())[:200]))
     log("wrote {}, {} (build a TensorRT engine from it with the plugin library loaded: see docs/CONVERT.md)".format(
         sparse_path, report_path))
     summary.update(converted=len(result.converted), conv_layers=len(result.layers),
