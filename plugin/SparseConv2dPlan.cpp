@@ -3,6 +3,7 @@
  */
 #include "SparseConv2dPlan.h"
 
+#include <atomic>
 #include <limits>
 #include <vector>
 
@@ -26,6 +27,21 @@ std::string tscError(char const* call, tsc_status status)
 bool fitsInt32(int64_t v)
 {
     return v >= 0 && v <= std::numeric_limits<int32_t>::max();
+}
+
+// "No CUDA device here" is expected for every layer of an engine built on a CPU-only
+// machine (TensorRT-RTX): say it once per process, not twice per layer.
+void warnNoDeviceOnce(std::string const& message)
+{
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+    {
+        logMessage(LogLevel::kWARNING, message + " (further 'no device' messages suppressed)");
+    }
+    else
+    {
+        logMessage(LogLevel::kINFO, message);
+    }
 }
 } // namespace
 
@@ -114,8 +130,7 @@ int32_t SparseConvState::preparePlan(char const* where)
     }
     if (st == TSC_ERR_CUDA)
     {
-        logMessage(LogLevel::kWARNING,
-            std::string(where) + ": kernel plan deferred to enqueue (no usable CUDA device here?): " + err);
+        warnNoDeviceOnce(std::string(where) + ": kernel plan deferred to enqueue (no usable CUDA device here?): " + err);
         return 0;
     }
     logMessage(LogLevel::kERROR, std::string(where) + ": " + err + " [" + describeSpec(*mSpec) + "]");
@@ -131,9 +146,14 @@ size_t SparseConvState::workspaceSize(int64_t N, int64_t H, int64_t W)
         return 0;
     }
     tsc_status const st = ensurePlan(err);
+    if (st == TSC_ERR_CUDA)
+    {
+        warnNoDeviceOnce("getWorkspaceSize: no kernel plan (" + err + "); reporting 0 bytes");
+        return 0;
+    }
     if (st != TSC_OK)
     {
-        logMessage(LogLevel::kWARNING, "getWorkspaceSize: no kernel plan (" + err + "); reporting 0 bytes");
+        logMessage(LogLevel::kERROR, "getWorkspaceSize: no kernel plan (" + err + "); reporting 0 bytes");
         return 0;
     }
     size_t const ws = tsc_workspace_size(mPlan->get(), static_cast<int32_t>(N), static_cast<int32_t>(H),
