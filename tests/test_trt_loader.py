@@ -153,24 +153,40 @@ def test_file_sha256(tmp_path):
     assert trt_loader.file_sha256(str(p)) == hashlib.sha256(data).hexdigest()
 
 
+class _Creator:
+    def __init__(self, name, version):
+        self.name, self.plugin_version = name, version
+
+
 class _Registry:
     def __init__(self, result):
-        self.result, self.calls = result, []
+        self.result, self.calls, self.all_creators = result, [], []
 
     def load_library(self, path):
         self.calls.append(path)
+        if self.result is not None:
+            self.all_creators.append(_Creator("SparseConv2d", "1"))
         return self.result
 
 
-def test_load_plugin_library_registry_path_and_cache(tmp_path, monkeypatch):
-    monkeypatch.setattr(trt_loader, "_LOADED", {})
+def test_load_plugin_library_registry_path_skips_loaded(tmp_path):
     lib = tmp_path / "libp.so"
     lib.write_bytes(b"x")
     reg = _Registry(result="handle")
     trt = _fake_trt("tensorrt", "10.3.0", get_plugin_registry=lambda: reg)
     assert trt_loader.load_plugin_library(trt, str(lib)) == "handle"
-    assert trt_loader.load_plugin_library(trt, str(lib)) == "handle"
-    assert reg.calls == [str(lib)]  # loaded once
+    assert trt_loader.load_plugin_library(trt, str(lib)) is True  # creator present: not loaded again
+    assert reg.calls == [str(lib)]
+    other = _Registry(result="h2")  # TensorRT-RTX: each builder/runtime has its own registry
+    assert trt_loader.load_plugin_library(trt, str(lib), registry=other) == "h2"
+    assert other.calls == [str(lib)]
+
+
+def test_registry_has_plugin_trt8_list():
+    reg = type("R", (), {"plugin_creator_list": [_Creator("Other", "1"), _Creator("SparseConv2d", "2")]})()
+    assert not trt_loader.registry_has_plugin(reg)
+    reg.plugin_creator_list.append(_Creator("SparseConv2d", "1"))
+    assert trt_loader.registry_has_plugin(reg)
 
 
 def test_load_plugin_library_failure_is_actionable(tmp_path, monkeypatch):

@@ -285,22 +285,39 @@ def file_sha256(path, chunk=1 << 20):
 _LOADED = {}
 
 
-def load_plugin_library(trt, path, logger=None, registry=None):
-    """Load the plugin library into TensorRT's plugin registry (idempotent); return its handle.
+def registry_has_plugin(registry, name=None, version=None):
+    """True when ``registry`` already holds the SparseConv2d creator (no error is logged when absent)."""
+    from . import PLUGIN_NAME, PLUGIN_VERSION
 
-    TensorRT >= 10 and TensorRT-RTX: ``IPluginRegistry.load_library`` (the library
-    exports getCreators/setLoggerFinder). TensorRT 8.x: ``ctypes.CDLL`` with
-    RTLD_GLOBAL (static creator registration) then ``init_libnvinfer_plugins``.
+    name = name or PLUGIN_NAME
+    version = version or PLUGIN_VERSION
+    creators = getattr(registry, "all_creators", None)
+    if creators is None:
+        creators = getattr(registry, "plugin_creator_list", None) or []
+    for creator in creators:
+        if getattr(creator, "name", None) == name and str(getattr(creator, "plugin_version", "")) == version:
+            return True
+    return False
+
+
+def load_plugin_library(trt, path, logger=None, registry=None):
+    """Load the plugin library into TensorRT's plugin registry; return its handle (or True if already there).
+
+    TensorRT >= 10 and TensorRT-RTX: ``IPluginRegistry.load_library`` on ``registry``
+    (default: the global one; TensorRT-RTX gives every Builder and Runtime its own,
+    so pass ``builder.get_plugin_registry()`` / ``runtime.get_plugin_registry()``).
+    The library exports getCreators/setLoggerFinder. TensorRT 8.x: ``ctypes.CDLL``
+    with RTLD_GLOBAL (static creator registration) then ``init_libnvinfer_plugins``.
     """
     import ctypes
 
     path = os.path.abspath(path)
-    key = (trt.__name__, path)
-    if key in _LOADED:
-        return _LOADED[key]
     if not os.path.isfile(path):
         raise TrtSparseError("plugin library {} does not exist".format(path))
     if flavour(trt) == "tensorrt" and version_tuple(trt)[0] < 10:
+        key = (trt.__name__, path)
+        if key in _LOADED:
+            return _LOADED[key]
         try:
             handle = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
         except OSError as exc:
@@ -308,17 +325,19 @@ def load_plugin_library(trt, path, logger=None, registry=None):
         if logger is None:
             logger = trt.Logger(trt.Logger.WARNING)
         trt.init_libnvinfer_plugins(logger, "")
-    else:
-        if registry is None:
-            registry = trt.get_plugin_registry()
-        try:
-            handle = registry.load_library(path)
-        except Exception as exc:  # the bindings raise on failure in some versions
-            raise TrtSparseError("TensorRT could not load plugin library {}: {}".format(path, exc))
-        if handle is None:
-            raise TrtSparseError(
-                "TensorRT could not load plugin library {} (it must export getCreators and "
-                "setLoggerFinder and be built against this TensorRT major version; see the log above)".format(path)
-            )
-    _LOADED[key] = handle
+        _LOADED[key] = handle
+        return handle
+    if registry is None:
+        registry = trt.get_plugin_registry()
+    if registry_has_plugin(registry):
+        return True
+    try:
+        handle = registry.load_library(path)
+    except Exception as exc:  # the bindings raise on failure in some versions
+        raise TrtSparseError("TensorRT could not load plugin library {}: {}".format(path, exc))
+    if handle is None:
+        raise TrtSparseError(
+            "TensorRT could not load plugin library {} (it must export getCreators and "
+            "setLoggerFinder and be built against this TensorRT major version; see the log above)".format(path)
+        )
     return handle
