@@ -291,7 +291,9 @@ def registry_has_plugin(registry, name=None, version=None):
 
     name = name or PLUGIN_NAME
     version = version or PLUGIN_VERSION
-    creators = getattr(registry, "all_creators", None)
+    creators = getattr(registry, "all_creators_recursive", None)  # includes parent registries (10.x+)
+    if creators is None:
+        creators = getattr(registry, "all_creators", None)
     if creators is None:
         creators = getattr(registry, "plugin_creator_list", None) or []
     for creator in creators:
