@@ -336,7 +336,7 @@ def test_preserves_io_names_dims_opset_metadata_and_other_nodes():
     g = G()
     h = g.conv("x", sparse_weight((6, 4, 3, 3)), "c0", pads=[1, 1, 1, 1])
     y = g.node("Relu", [h], "features")
-    z = g.node("GlobalAveragePool", [y], "pooled")
+    g.node("GlobalAveragePool", [y], "pooled")
     m = g.model([finput(shape=("batch", 4, "h", "w"))], [
         helper.make_tensor_value_info("features", TensorProto.FLOAT, ["batch", 6, "h", "w"]),
         helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", 6, 1, 1])], opset=13)
@@ -446,4 +446,18 @@ def test_default_domain_spelled_ai_onnx_becomes_empty():
     m.opset_import[0].domain = "ai.onnx"
     res = convert0(m)
     assert {(o.domain, o.version) for o in res.model.opset_import} == {("", 17), (PLUGIN_DOMAIN, 1)}
+    assert_verified(m, res)
+
+
+def test_initializers_listed_as_inputs_stay_inputs_unless_replaced():
+    """Old exporters list weights as graph inputs too: kept for dense layers, dropped with replaced weights."""
+    g = G()
+    a = g.conv("x", sparse_weight((4, 4, 3, 3), 0.9), "a")
+    b = g.conv("x", sparse_weight((4, 4, 3, 3), 0.1, seed=1), "b")
+    m = g.model([finput(), helper.make_tensor_value_info("a.W", TensorProto.FLOAT, [4, 4, 3, 3]),
+                 helper.make_tensor_value_info("b.W", TensorProto.FLOAT, [4, 4, 3, 3])], [foutput(a), foutput(b)])
+    res = convert_model(m, ConvertOptions(policy=ThresholdPolicy(0.5)))
+    assert [n.op_type for n in res.model.graph.node] == [PLUGIN_OP, "Conv"]
+    assert [i.name for i in res.model.graph.input] == ["x", "b.W"]
+    assert [i.name for i in res.model.graph.initializer] == ["b.W"]
     assert_verified(m, res)

@@ -1,6 +1,5 @@
 """trt_sparse.verify: split execution (onnxruntime + reference), error metric, tampering detection, CLI."""
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 

@@ -327,7 +327,7 @@ def _input_hw(shapes, name):
     return (h, w) if h is not None and w is not None else None
 
 
-def _analyze(conv, idx, graph_outputs, shapes, options):
+def _analyze(conv, graph_outputs, shapes, options):
     """(LayerReport, _Plan or None). Raises UnsupportedError for malformed attributes."""
     name = conv.name
     x = conv.inputs[0] if conv.inputs else None
@@ -473,15 +473,15 @@ def convert_model(model, options=None, progress=None):
     check_collisions(model)
     convs = [n for n in model.graph.node if n.op_type == "Conv" and n.domain in _ONNX_DOMAINS]
     if not convs:
-        raise TrtSparseError("the model has no Conv node (nothing to convert)")
+        raise TrtSparseError("the model has no Conv node in its main graph (nothing to convert)")
     shapes = static_shapes(model, options.input_shapes, options.batch)
     graph = gs.import_onnx(model)
     _unique_names(graph)
     graph_outputs = {t.name for t in graph.outputs}
     layers, plans = [], []
     conv_nodes = [n for n in graph.nodes if _is_onnx_op(n, "Conv")]
-    for idx, node in enumerate(conv_nodes):
-        rep, plan = _analyze(node, idx, graph_outputs, shapes, options)
+    for node in conv_nodes:
+        rep, plan = _analyze(node, graph_outputs, shapes, options)
         layers.append(rep)
         plans.append(plan)
     candidates = [p for p in plans if p is not None]
@@ -500,8 +500,7 @@ def convert_model(model, options=None, progress=None):
         if any(id(n) in claimed for n in plan.remove):
             rep.decision, rep.reason = "dense", "overlaps another converted layer"
             continue
-        k, c, r, s = plan.weight.shape
-        layer_info = layer_geometry(rep, plan.params, shapes)
+        layer_info = layer_geometry(rep, plan.params)
         ok, reason, predicted = options.policy.decide(layer_info, rep.nnz, rep.sparsity)
         rep.predicted_speedup = predicted
         if not ok:
@@ -525,7 +524,7 @@ def convert_model(model, options=None, progress=None):
     return ConvertResult(out, layers, options, time.time() - t0)
 
 
-def layer_geometry(rep, params, shapes=None):
+def layer_geometry(rep, params):
     """The cost-model layer dict (trt_sparse.cost_model API) of a conv; H/W None when unknown."""
     k, c, r, s = params.weight_shape
     h, w = rep.input_hw if rep.input_hw else (None, None)
@@ -610,6 +609,19 @@ def _export(graph, model, dropped=()):
     for init in model.graph.initializer:
         if init.name not in present and init.name not in dropped:
             out.graph.initializer.append(init)
+            present.add(init.name)
+    # graphsurgeon drops graph inputs that are initializers (old exporters list weights as inputs):
+    # restore the original input list, less the weights of replaced nodes
+    exported = {vi.name: vi for vi in out.graph.input}
+    inputs = []
+    for vi in model.graph.input:
+        if vi.name in exported:
+            inputs.append(exported.pop(vi.name))
+        elif vi.name in present:
+            inputs.append(vi)
+    inputs.extend(exported.values())
+    del out.graph.input[:]
+    out.graph.input.extend(inputs)
     return out
 
 
