@@ -167,3 +167,15 @@ def test_fp16_model_runs_split():
     v = verify_models(m, res.model, rtol=2e-3)
     assert v.passed, v.summary()
     assert run_reference(res.model, make_inputs(m))["z"].dtype == np.float16
+
+
+def test_unsorted_graph_runs():
+    m = residual_model()
+    s = converted(m)
+    nodes = list(s.graph.node)
+    del s.graph.node[:]
+    s.graph.node.extend(reversed(nodes))
+    assert verify_models(m, s).passed
+    s.graph.node[0].input[0] = "nowhere"
+    with pytest.raises(TrtSparseError, match="nowhere"):
+        verify_models(m, s)

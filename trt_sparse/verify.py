@@ -173,6 +173,28 @@ def _subgraph_inputs(node):
     return names
 
 
+def _toposort(graph, init_names):
+    """Graph nodes in an order where every node follows its producers (stable for sorted graphs)."""
+    nodes = list(graph.node)
+    available = {vi.name for vi in graph.input} | set(init_names) | {""}
+    done, out = [False] * len(nodes), []
+    progress = True
+    while progress and len(out) < len(nodes):
+        progress = False
+        for i, node in enumerate(nodes):
+            if not done[i] and all(n in available for n in _subgraph_inputs(node)):
+                done[i] = True
+                out.append(node)
+                available.update(node.output)
+                progress = True
+    if len(out) < len(nodes):
+        stuck = [n for i, n in enumerate(nodes) if not done[i]][0]
+        missing = [n for n in _subgraph_inputs(stuck) if n not in available]
+        raise TrtSparseError("node {!r} reads {} which no node produces (or a cycle)".format(
+            stuck.name or stuck.op_type, ", ".join(missing[:3])))
+    return out
+
+
 def _is_sparse(node):
     return node.op_type == PLUGIN_OP
 
@@ -194,7 +216,7 @@ class SplitRunner(object):
         self.dense_stages = collections.defaultdict(list)
         self.sparse_stages = collections.defaultdict(list)
         reads = {}
-        for node in graph.node:
+        for node in _toposort(graph, self.init_names):
             ins = [i for i in _subgraph_inputs(node) if i not in self.init_names]
             reads[id(node)] = ins
             try:
