@@ -202,8 +202,9 @@ def run_demo(out_dir, sparsity=0.9, weights="exact", seed=0, log=print):
             summary["gpu"] = time_layers_on_gpu(torch, result, log=log)
         except Exception as exc:  # timing is a bonus: never fail the demo on it
             log("GPU timing failed: {}".format(" ".join(str(exc).split())[:200]))
-    log("wrote {}, {} (build a TensorRT engine from it with the plugin library loaded: see docs/CONVERT.md)".format(
-        sparse_path, report_path))
+    log("wrote {}, {}".format(sparse_path, report_path))
+    log("next: trt-sparse build {} --shapes {}:1x3x{}x{} (TensorRT + the plugin library)".format(
+        sparse_path, DEMO_INPUT, DEMO_HW, DEMO_HW))
     summary.update(converted=len(result.converted), conv_layers=len(result.layers),
                    max_rel=result.verification.max_rel, passed=result.verification.passed,
                    sparse_model=sparse_path, report=report_path, seconds=time.time() - t0)
