@@ -73,7 +73,7 @@ def _expect_bytes(w):
 def test_report_values(mixed_model, weights):
     rep = inspect_cmd.inspect_model(mixed_model)
     layers = {l["name"]: l for l in rep["layers"]}
-    assert list(layers) == ["convA", "convB", "convC", "Conv#3 (y)"]
+    assert list(layers) == ["convA", "convB", "convC", "Conv (output y)"]
     for name, wname in (("convA", "WA"), ("convB", "WB"), ("convC", "WC")):
         w = weights[wname]
         l = layers[name]
@@ -86,7 +86,7 @@ def test_report_values(mixed_model, weights):
     # SAME_UPPER on 15x15, 5x5, stride 2: out 8, total pad 4 -> 2 each side
     assert layers["convB"]["pads"] == [2, 2, 2, 2] and layers["convB"]["strides"] == [2, 2]
     assert layers["convC"]["group"] == 2 and any("group 2" in n for n in layers["convC"]["notes"])
-    assert layers["Conv#3 (y)"]["nnz"] is None and "not a constant" in layers["Conv#3 (y)"]["notes"][0]
+    assert layers["Conv (output y)"]["nnz"] is None and "not a constant" in layers["Conv (output y)"]["notes"][0]
     t = rep["totals"]
     all_w = [weights[k] for k in ("WA", "WB", "WC")]
     assert t["conv_layers"] == 4 and t["constant_weight_layers"] == 3
@@ -102,7 +102,7 @@ def test_cli_table(mixed_path, weights, capsys):
     lines = out.splitlines()
     assert any(l.startswith("convA") and "4x3x3x3" in l and str(np.count_nonzero(weights["WA"])) in l for l in lines)
     assert any(l.startswith("convB") and "2,2,2,2" in l for l in lines)
-    assert any(l.startswith("TOTAL (4 Conv)") for l in lines)
+    assert any(l.startswith("TOTAL (4 layers)") for l in lines)
     assert "not a constant" in out
 
 
@@ -213,4 +213,71 @@ def test_entry_point_table(mixed_path):
         pytest.skip("the trt-sparse entry point is not installed (pip install -e '.[test]')")
     proc = subprocess.run([exe, "inspect", mixed_path], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "convA" in proc.stdout and "TOTAL (4 Conv)" in proc.stdout
+    assert "convA" in proc.stdout and "TOTAL (4 layers)" in proc.stdout
+
+
+# -- converted models: SparseConv2d nodes are read back from their attributes ------------------------
+def _sparse_node(name, w, mode, out, inp="x", **geometry):
+    from trt_sparse import format as F
+
+    sw = F.pack(w, mode)
+    tensors = F.to_arrays(sw)
+    attrs = dict(plugin_version="1", plugin_namespace="", format_version=1, weight_shape=list(w.shape),
+                 strides=geometry.get("strides", [1, 1]), pads=geometry.get("pads", [0, 0, 0, 0]),
+                 dilations=[1, 1], activation=0, clip_min=0.0, clip_max=6.0,
+                 weight_format=F.MODES.index(mode))
+    for key, arr in tensors.items():
+        attrs[key] = numpy_helper.from_array(arr, key)
+    return helper.make_node("SparseConv2d", [inp], [out], name=name, domain="trt_sparse", **attrs)
+
+
+def test_converted_model_lists_sparse_conv2d(tmp_path, weights, capsys):
+    wa, wb = weights["WA"], weights["WB"]
+    nodes = [_sparse_node("spA", wa, "exact", "a", pads=[1, 1, 1, 1]),
+             _sparse_node("spB", wb, "packed32", "y", inp="a", strides=[2, 2])]
+    graph = helper.make_graph(nodes, "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 9, 9])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trt_sparse", 1)])
+    path = tmp_path / "sparse.onnx"
+    onnx.save_model(model, str(path))
+    assert main(["inspect", str(path), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    a, b = rep["layers"]
+    assert a["op"] == b["op"] == "SparseConv2d"
+    assert a["nnz"] == np.count_nonzero(wa) and a["weight_shape"] == list(wa.shape) and a["pads"] == [1, 1, 1, 1]
+    assert (a["exact_bytes"], a["packed32_bytes"]) == _expect_bytes(wa)
+    assert b["nnz"] == np.count_nonzero(wb.astype(np.float16)) and b["strides"] == [2, 2]
+    assert "SparseConv2d (packed32)" in b["notes"]
+    assert rep["totals"]["sparse_conv2d_layers"] == 2
+    # the same numbers as the dense Conv model they came from
+    assert a["sparsity"] == pytest.approx(1 - np.count_nonzero(wa) / wa.size)
+    assert main(["inspect", str(path)]) == 0
+    assert "0 Conv, 2 SparseConv2d layers" in capsys.readouterr().out
+
+
+def test_corrupt_sparse_conv2d_is_reported_not_raised(tmp_path, weights, capsys):
+    node = _sparse_node("spA", weights["WA"], "exact", "y")
+    for attr in node.attribute:
+        if attr.name == "indices":
+            arr = numpy_helper.to_array(attr.t).copy()
+            arr[0] = 10 ** 6  # out of range
+            attr.t.CopyFrom(numpy_helper.from_array(arr, "indices"))
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 9, 9])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    path = tmp_path / "corrupt.onnx"
+    onnx.save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "indices out of range" in out
+
+
+def test_closed_pipe_is_not_an_error(mixed_path):
+    exe = _entry_point()
+    if exe is None:
+        pytest.skip("the trt-sparse entry point is not installed (pip install -e '.[test]')")
+    proc = subprocess.Popen([exe, "inspect", mixed_path], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader goes away before the table is written (like `| head -0`)
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err

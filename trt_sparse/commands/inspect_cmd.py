@@ -1,14 +1,20 @@
-"""``trt-sparse inspect MODEL.onnx [--json]``: per-Conv sparsity and packed weight sizes."""
+"""``trt-sparse inspect MODEL.onnx [--json]``: per-Conv sparsity and packed weight sizes.
+
+Lists the dense ``Conv`` nodes of a model and, in a converted model, its
+``SparseConv2d`` nodes (read back from their packed attributes).
+"""
 import json
+import os
 import sys
 
 import numpy as np
 
+from .. import PLUGIN_NAME
 from .. import format as fmt
 from ..errors import FormatError, TrtSparseError, UnsupportedError
 from ..onnx_io import conv_params, constant_value, load_model, node_attributes, tensor_shapes
 
-HELP = "show each Conv layer's shape, geometry, sparsity and dense vs packed weight bytes"
+HELP = "show each Conv (and SparseConv2d) layer's shape, geometry, sparsity and dense vs packed weight bytes"
 
 
 def add_arguments(parser):
@@ -26,8 +32,8 @@ def _packed_bytes(w, mode):
 
 
 def _layer(graph, node, index, shapes_cache):
-    name = node.name or "Conv#{} ({})".format(index, node.output[0] if node.output else "?")
-    row = dict(name=name, weight=node.input[1] if len(node.input) > 1 else None, weight_shape=None, strides=None,
+    name = node.name or "Conv (output {})".format(node.output[0] if node.output else "#{}".format(index))
+    row = dict(name=name, op="Conv", weight=node.input[1] if len(node.input) > 1 else None, weight_shape=None, strides=None,
                pads=None, dilations=None, group=None, params=None, nnz=None, sparsity=None, dense_bytes=None,
                exact_bytes=None, packed32_bytes=None, notes=[])
     if row["weight"] is None:
@@ -73,20 +79,69 @@ def _layer(graph, node, index, shapes_cache):
     return row
 
 
+def _packed32_bytes_of(sw):
+    """packed32 size of a SparseConvWeight's values rounded to fp16, or (None, reason)."""
+    if sw.crs > fmt.PACKED32_MAX_INDEX:
+        return None, "C*R*S = {} > {} (16-bit index)".format(sw.crs, fmt.PACKED32_MAX_INDEX)
+    with np.errstate(over="ignore"):
+        v16 = sw.values.astype(np.float16)
+    if not np.all(np.isfinite(v16)):
+        return None, "values overflow fp16"
+    return 4 * (sw.shape[0] + 1) + 4 * int(np.count_nonzero(v16)), None
+
+
+def _sparse_layer(node, index):
+    """Row of a SparseConv2d node, read back from its attributes (docs/FORMAT.md)."""
+    name = node.name or "{} (output {})".format(PLUGIN_NAME, node.output[0] if node.output else "#{}".format(index))
+    row = dict(name=name, op=PLUGIN_NAME, weight=None, weight_shape=None, strides=None, pads=None, dilations=None, group=1,
+               params=None, nnz=None, sparsity=None, dense_bytes=None, exact_bytes=None, packed32_bytes=None,
+               notes=[])
+    attrs = node_attributes(node)
+    try:
+        shape = tuple(int(v) for v in attrs["weight_shape"])
+        mode_code = int(attrs.get("weight_format", 0))
+        if mode_code not in (0, 1):
+            raise FormatError("unknown weight_format {}".format(mode_code))
+        sw = fmt.from_arrays(shape, attrs, fmt.MODES[mode_code])
+    except KeyError as exc:
+        row["notes"].append("SparseConv2d: missing attribute {}".format(exc))
+        return row
+    except (FormatError, TypeError, ValueError) as exc:
+        row["notes"].append("SparseConv2d: {}".format(exc))
+        return row
+    total = int(np.prod(shape))
+    row.update(weight_shape=list(shape), params=total, nnz=sw.nnz, sparsity=1.0 - sw.nnz / float(total),
+               dense_bytes=4 * total, exact_bytes=4 * (shape[0] + 1) + 8 * sw.nnz,
+               strides=[int(v) for v in attrs.get("strides", (1, 1))],
+               pads=[int(v) for v in attrs.get("pads", (0, 0, 0, 0))],
+               dilations=[int(v) for v in attrs.get("dilations", (1, 1))])
+    row["packed32_bytes"], why = _packed32_bytes_of(sw)
+    if why:
+        row["notes"].append("packed32: " + why)
+    row["notes"].append("{} ({})".format(PLUGIN_NAME, sw.mode))
+    return row
+
+
 def inspect_model(model):
-    """Report dict {"layers": [...], "totals": {...}} of every Conv node in the main graph."""
+    """Report dict {"layers": [...], "totals": {...}} of every Conv / SparseConv2d node in the main graph."""
     graph = model.graph
-    convs = [n for n in graph.node if n.op_type == "Conv" and n.domain in ("", "ai.onnx")]
-    if not convs:
-        raise TrtSparseError("the model has no Conv nodes ({} nodes, none of type Conv)".format(len(graph.node)))
+    layers = []
     cache = {"model": model}
-    layers = [_layer(graph, node, i, cache) for i, node in enumerate(convs)]
+    for i, node in enumerate(graph.node):
+        if node.op_type == "Conv" and node.domain in ("", "ai.onnx"):
+            layers.append(_layer(graph, node, i, cache))
+        elif node.op_type == PLUGIN_NAME:
+            layers.append(_sparse_layer(node, i))
+    if not layers:
+        raise TrtSparseError("the model has no Conv nodes ({} nodes, none of type Conv or {})".format(
+            len(graph.node), PLUGIN_NAME))
     known = [l for l in layers if l["nnz"] is not None]
     params = sum(l["params"] for l in known)
     nnz = sum(l["nnz"] for l in known)
     exact = [l["exact_bytes"] for l in known if l["exact_bytes"] is not None]
     totals = dict(
         conv_layers=len(layers),
+        sparse_conv2d_layers=sum(1 for l in layers if l["op"] == PLUGIN_NAME),
         constant_weight_layers=len(known),
         params=params,
         nnz=nnz,
@@ -126,7 +181,7 @@ def format_table(report, title=None):
             "; ".join(l["notes"]),
         ])
     t = report["totals"]
-    rows.append(["TOTAL ({} Conv)".format(t["conv_layers"]), "", "", "", "", "",
+    rows.append(["TOTAL ({} layers)".format(t["conv_layers"]), "", "", "", "", "",
                  "{:.1f}%".format(100.0 * t["sparsity"]), str(t["nnz"]), _kib(t["dense_bytes"]),
                  _kib(t["exact_bytes"]), _kib(t["packed32_bytes"]),
                  "{} of {} with constant weights".format(t["constant_weight_layers"], t["conv_layers"])])
@@ -151,13 +206,20 @@ def format_table(report, title=None):
 
 
 def run(args):
-    """Print the per-Conv report of ``args.model``; returns 0."""
+    """Print the per-layer report of ``args.model``; returns 0."""
     model = load_model(args.model)
     report = inspect_model(model)
     if args.json:
-        report = dict(model=args.model, **report)
-        json.dump(report, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        text = json.dumps(dict(model=args.model, **report), indent=2)
     else:
-        print(format_table(report, title="{}: {} Conv layers".format(args.model, report["totals"]["conv_layers"])))
+        t = report["totals"]
+        title = "{}: {} Conv, {} {} layers".format(args.model, t["conv_layers"] - t["sparse_conv2d_layers"],
+                                                    t["sparse_conv2d_layers"], PLUGIN_NAME)
+        text = format_table(report, title=title)
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. `trt-sparse inspect m.onnx | head`: not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
     return 0
