@@ -16,7 +16,6 @@
 import collections
 import importlib
 import os
-import time
 
 import numpy as np
 
@@ -565,23 +564,13 @@ class EngineRunner:
             self.cuda.htod(self._buffers[name][0], arr, self._stream)
         self.cuda.sync(self._stream)
 
-    def _enqueue(self, context=None):
-        ctx = context or self.context
+    def _enqueue(self):
         handle = self.cuda.stream_handle(self._stream)
         if self.tensor_api:
-            if context is not None:
-                for t in self.tensors:
-                    ctx.set_tensor_address(t.name, self._buffers[t.name][0])
-                    if t.is_input:
-                        ctx.set_input_shape(t.name, self._buffers[t.name][1])
-            ok = ctx.execute_async_v3(handle)
+            ok = self.context.execute_async_v3(handle)
         else:
             bindings = [self._buffers[t.name][0] for t in self.tensors]
-            if context is not None:
-                for i, t in enumerate(self.tensors):
-                    if t.is_input:
-                        ctx.set_binding_shape(i, self._buffers[t.name][1])
-            ok = ctx.execute_async_v2(bindings, handle)
+            ok = self.context.execute_async_v2(bindings, handle)
         if not ok:
             raise TrtSparseError("TensorRT failed to enqueue the engine: {}".format(
                 "; ".join(self.logger.errors[-3:]) or "see the log above"))
@@ -647,21 +636,11 @@ class EngineRunner:
                 cuda.destroy_graph(graph)
         return times
 
-    def wall_throughput(self, inputs, seconds=1.0):
-        """Back-to-back enqueues for about ``seconds``; return (iterations, wall seconds)."""
-        self._bind(inputs)
-        n, t0 = 0, time.perf_counter()
-        while True:
-            for _ in range(10):
-                self._enqueue()
-            n += 10
-            self.cuda.sync(self._stream)
-            elapsed = time.perf_counter() - t0
-            if elapsed >= seconds:
-                return n, elapsed
-
     def profile_layers(self, inputs, iterations=10):
-        """Mean per-layer time (ms) over ``iterations`` runs via IProfiler, slowest first; [] if unavailable."""
+        """Mean per-layer time (ms) over ``iterations`` runs via IProfiler, slowest first; [] if unavailable.
+
+        Call it after :meth:`time` (a profiled run synchronises after every layer).
+        """
         trt = self.trt
         if not hasattr(trt, "IProfiler"):
             return []
@@ -678,14 +657,19 @@ class EngineRunner:
                 self.counts[layer_name] += 1
 
         prof = _Profiler()
-        ctx = self.engine.create_execution_context()  # separate context: the timing one stays unprofiled
-        if ctx is None:
-            return []
+        # the timing context itself: TensorRT 8.x allows one context per optimization profile.
+        # Call this after time(): a profiled enqueue synchronises after every layer.
+        ctx = self.context
         ctx.profiler = prof
-        for _ in range(max(int(iterations), 1)):
-            self._enqueue(ctx)
-            self.cuda.sync(self._stream)
-        del ctx
+        try:
+            for _ in range(max(int(iterations), 1)):
+                self._enqueue()
+                self.cuda.sync(self._stream)
+        finally:
+            try:
+                ctx.profiler = None
+            except (TypeError, AttributeError):  # bindings that refuse None: leave it attached
+                pass
         rows = [(name, total / prof.counts[name]) for name, total in prof.totals.items()]
         rows.sort(key=lambda r: -r[1])
         return rows
