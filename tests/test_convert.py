@@ -461,3 +461,20 @@ def test_initializers_listed_as_inputs_stay_inputs_unless_replaced():
     assert [i.name for i in res.model.graph.input] == ["x", "b.W"]
     assert [i.name for i in res.model.graph.initializer] == ["b.W"]
     assert_verified(m, res)
+
+
+def test_weights_auto_uses_packed32_only_where_lossless():
+    g = G()
+    exact_w = sparse_weight((4, 4, 3, 3), 0.8)  # random fp32: not fp16-representable
+    half_w = exact_w.astype(np.float16).astype(np.float32)
+    a = g.conv("x", exact_w, "a")
+    b = g.conv("x", half_w, "b")
+    m = g.model([finput()], [foutput(a), foutput(b)])
+    res = convert0(m)  # default --weights auto
+    by = {layer.name: layer for layer in res.layers}
+    assert by["a"].weight_format == "exact" and by["b"].weight_format == "packed32"
+    assert by["b"].packed32_max_abs_err == 0.0
+    formats = {n.name: [x.i for x in n.attribute if x.name == "weight_format"][0] for n in sparse_nodes(res.model)}
+    assert formats == {"a": 0, "b": 1}
+    assert_verified(m, res, rtol=1e-6)
+    assert all(layer.weight_format == "exact" for layer in convert0(m, weights="exact").layers)

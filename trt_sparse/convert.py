@@ -35,6 +35,8 @@ PLUGIN_VERSION = "1"
 PLUGIN_NAMESPACE = ""
 
 ACT_NONE, ACT_RELU, ACT_CLIP = 0, 1, 2
+#: --weights: auto = packed32 where that is lossless (fp16-representable values, C*R*S <= 65536), else exact
+WEIGHT_CHOICES = ("auto",) + fmt.MODES
 _ONNX_DOMAINS = ("", "ai.onnx")
 _FLOAT_TYPES = (np.float32, np.float16)
 _SKELETON_MAX_ELEMENTS = 4096  # initializers up to this size keep their data for shape inference
@@ -45,7 +47,7 @@ class LayerReport(object):
 
     FIELDS = (
         "name", "weight_shape", "input_hw", "strides", "pads", "dilations", "group", "dtype",
-        "nnz", "sparsity", "decision", "reason", "fused", "activation", "dense_bytes", "packed_bytes",
+        "nnz", "sparsity", "decision", "reason", "fused", "activation", "weight_format", "dense_bytes", "packed_bytes",
         "predicted_speedup", "packed32_max_abs_err", "packed32_max_rel_err",
     )
 
@@ -101,11 +103,11 @@ class ConvertResult(object):
 class ConvertOptions(object):
     """Options of :func:`convert_model` (CLI flags of ``trt-sparse convert``)."""
 
-    def __init__(self, policy=None, weights="exact", fuse=True, input_shapes=None, batch=1):
+    def __init__(self, policy=None, weights="auto", fuse=True, input_shapes=None, batch=1):
         from .policy import ThresholdPolicy
 
-        if weights not in fmt.MODES:
-            raise TrtSparseError("--weights must be one of {}, got {!r}".format(", ".join(fmt.MODES), weights))
+        if weights not in WEIGHT_CHOICES:
+            raise TrtSparseError("--weights must be one of {}, got {!r}".format(", ".join(WEIGHT_CHOICES), weights))
         self.policy = policy if policy is not None else ThresholdPolicy()
         self.weights = weights
         self.fuse = fuse
@@ -401,6 +403,16 @@ def _analyze(conv, graph_outputs, shapes, options):
     return rep, plan
 
 
+def packed32_is_lossless(weight):
+    """True when packed32 stores ``weight`` exactly: C*R*S fits 16 bits and every value is fp16-representable."""
+    k, c, r, s = weight.shape
+    if c * r * s > fmt.PACKED32_MAX_INDEX:
+        return False
+    w = np.asarray(weight, dtype=np.float32)
+    with np.errstate(over="ignore"):
+        return bool(np.array_equal(w.astype(np.float16).astype(np.float32), w))
+
+
 def _plugin_attrs(sw, params, plan):
     """OrderedDict of the SparseConv2d attributes (docs/FORMAT.md)."""
     arrays = fmt.to_arrays(sw)
@@ -507,12 +519,16 @@ def convert_model(model, options=None, progress=None):
             rep.decision, rep.reason = "dense", reason
             rep.fused = []
             continue
+        mode = options.weights
+        if mode == "auto":
+            mode = "packed32" if packed32_is_lossless(plan.weight) else "exact"
         try:
-            sw = fmt.pack(plan.weight, options.weights)
+            sw = fmt.pack(plan.weight, mode)
         except FormatError as exc:
-            rep.decision, rep.reason, rep.fused = "dense", "{} weights: {}".format(options.weights, exc), []
+            rep.decision, rep.reason, rep.fused = "dense", "{} weights: {}".format(mode, exc), []
             continue
-        if options.weights == "packed32":
+        rep.weight_format = mode
+        if mode == "packed32":
             rep.packed32_max_abs_err, rep.packed32_max_rel_err = fmt.packed32_rounding_error(plan.weight)
         rep.packed_bytes = int(sw.packed_bytes())
         rep.decision, rep.reason = "sparse", reason

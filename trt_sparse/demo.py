@@ -152,7 +152,7 @@ def time_layers_on_gpu(torch, result, batch=8, iters=50, log=print):
     return rows
 
 
-def run_demo(out_dir, sparsity=0.9, weights="exact", seed=0, log=print):
+def run_demo(out_dir, sparsity=0.9, weights="auto", seed=0, log=print):
     """Build, prune, convert and verify the demo model in ``out_dir``; returns a summary dict."""
     from .convert import ConvertOptions, check_output_model, convert_model
     from .onnx_io import save_model_atomic

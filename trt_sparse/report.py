@@ -38,6 +38,7 @@ def rows(result):
             str(layer.nnz) if layer.nnz is not None else "-",
             layer.decision,
             "+".join(layer.fused) if layer.converted and layer.fused else "-",
+            (layer.weight_format or "-") if layer.converted else "-",
             str(layer.packed_bytes) if layer.converted else "-",
             "{:.2f}".format(layer.predicted_speedup) if layer.predicted_speedup is not None else "-",
             layer.reason or "",
@@ -46,7 +47,7 @@ def rows(result):
 
 
 HEADER = ("layer", "weight KxCxRxS", "input HxW", "stride/pad/dil", "sparsity", "nnz", "decision", "fused",
-          "packed B", "speedup", "reason")
+          "weights", "packed B", "speedup", "reason")
 
 
 def totals_line(result):

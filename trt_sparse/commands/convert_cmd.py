@@ -22,9 +22,10 @@ def add_arguments(p):
                    help="batch size for the dynamic batch dim (speed policies, shape inference, verification)")
     p.add_argument("--dtype", choices=("auto", "fp32", "fp16"), default="auto",
                    help="engine precision the speed policies assume (auto: the model's)")
-    p.add_argument("--weights", choices=("exact", "packed32"), default="exact",
-                   help="exact: fp32 values + int32 indices (default); packed32: one 32-bit word per nonzero "
-                        "(fp16 values, reports the rounding error)")
+    p.add_argument("--weights", choices=("auto", "exact", "packed32"), default="auto",
+                   help="exact: fp32 values + int32 indices; packed32: one 32-bit word per nonzero (fp16 values, "
+                        "reports the rounding error); auto (default): packed32 for layers where it is lossless "
+                        "(fp16 weights), else exact -- an fp32 model is never rounded")
     p.add_argument("--no-fuse", action="store_true", help="do not fold BatchNormalization / fuse Relu, Clip")
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME:D0xD1x...",
                    help="static shape of a graph input with dynamic dims other than the batch (repeatable)")

@@ -10,7 +10,7 @@ def add_arguments(p):
     """Flags of ``trt-sparse demo``."""
     p.add_argument("--out-dir", help="keep the demo's models and report here (default: a temporary directory)")
     p.add_argument("--sparsity", type=float, default=0.9, help="pruning sparsity (default 0.9)")
-    p.add_argument("--weights", choices=("exact", "packed32"), default="exact", help="weight encoding")
+    p.add_argument("--weights", choices=("auto", "exact", "packed32"), default="auto", help="weight encoding (see convert)")
     p.add_argument("--seed", type=int, default=0)
 
 
