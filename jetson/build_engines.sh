@@ -139,7 +139,9 @@ for prec in "${PREC_LIST[@]}"; do
     [[ -n $onnx ]] || continue
     engine="$ENGINE_DIR/${NAME}_${variant}_${prec}.engine"
     log="$LOG_DIR/${NAME}_${variant}_${prec}.build.log"
-    if ((!FORCE && !DRY_RUN)) && newer_than "$engine" "$onnx" "${PLUGIN:-}"; then
+    deps=("$onnx")
+    [[ $variant == sparse ]] && deps+=("$PLUGIN")
+    if ((!FORCE && !DRY_RUN)) && newer_than "$engine" "${deps[@]}"; then
       note "keeping $engine (newer than its inputs; --force rebuilds)"
       built+=("$engine")
       continue

@@ -327,7 +327,10 @@ def summarize(rows, trim=0.1):
                 raise TrtexecParseError("{}: trtexec run failed or did not time ({})".format(row["log"], reason))
             runs.append(info)
             if row.get("power_log"):
-                powers.append(parse_power_log(_read_text(row["power_log"]), trim=trim, source=row["power_log"]))
+                try:
+                    powers.append(parse_power_log(_read_text(row["power_log"]), trim=trim, source=row["power_log"]))
+                except TrtexecParseError as e:  # a missing power log must not cost the timings
+                    sys.stderr.write("trtexec_parse: warning: power ignored: {}\n".format(e))
         lat = [r["metrics"]["latency"]["median"] for r in runs]
         p99 = [r["metrics"]["latency"]["percentiles"].get("99") for r in runs]
         rec = {

@@ -338,3 +338,13 @@ def test_parser_runs_under_python36(tmp_path):
                          stdout=subprocess.PIPE, universal_newlines=True)
     assert one.returncode == 0
     assert json.loads(one.stdout) == tp.parse_trtexec_file(fix("trt10.3_orin_dense_fp16_run.log"))
+
+
+def test_unreadable_power_log_is_a_warning_not_an_error(tmp_path, capsys):
+    empty = tmp_path / "empty.power.log"
+    empty.write_text("")
+    rows = [("m", "dense", "fp16", "", "", 1, fix("trt8.2_nano_dense_fp16_run.log"), str(empty))]
+    recs = tp.summarize(tp.read_manifest(_manifest(tmp_path, rows)))
+    assert recs[0]["latency_median_ms"] == pytest.approx(7.72021)
+    assert recs[0]["power_total_mw"] is None and recs[0].get("energy_per_inference_mj") is None
+    assert "warning: power ignored" in capsys.readouterr().err

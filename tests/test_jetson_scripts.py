@@ -336,6 +336,14 @@ def test_build_engines_flags_per_tensorrt_version(tmp_path, version, v3, flag, b
                "--out-dir", str(out)], env=env)
     assert res.returncode == 0 and "keeping" in res.stderr
     assert len([c for c in read_calls(calls)[n:] if "--help" not in c]) == 0
+    # a newer plugin rebuilds the sparse engine only
+    future = os.path.getmtime(str(out / "engines" / "resnet18_dense_fp16.engine")) + 10
+    os.utime(lib, (future, future))
+    n = len(read_calls(calls))
+    res = run([script("build_engines.sh"), "--dense", dense, "--sparse", sparse, "--plugin", lib,
+               "--out-dir", str(out)], env=env)
+    rebuilt = [c for c in read_calls(calls)[n:] if "--help" not in c]
+    assert res.returncode == 0 and len(rebuilt) == 1 and "--onnx=" + sparse in rebuilt[0]
 
 
 def test_build_engines_reports_trtexec_failure(tmp_path):
