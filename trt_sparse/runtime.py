@@ -250,7 +250,13 @@ class _CudaPython:
             enqueue()
         finally:
             graph = self._check(self.rt.cudaStreamEndCapture(stream), "cudaStreamEndCapture")
-        exec_ = self._check(self.rt.cudaGraphInstantiate(graph, 0), "cudaGraphInstantiate")
+        try:  # CUDA >= 12 bindings: (graph, flags)
+            result = self.rt.cudaGraphInstantiate(graph, 0)
+        except TypeError:  # cuda-python 11.x: (graph, log buffer, size); use the flags variant
+            result = self.rt.cudaGraphInstantiateWithFlags(graph, 0)
+        exec_ = self._check(result, "cudaGraphInstantiate")
+        if isinstance(exec_, tuple):
+            exec_ = exec_[0]
         return (graph, exec_)
 
     def launch(self, graph, stream):
@@ -320,10 +326,11 @@ class _PyCuda:
         pass
 
     def htod(self, ptr, array, stream):
-        self.cuda.memcpy_htod_async(ptr, array, stream)
+        # synchronous copies: pycuda's async ones want page-locked memory; copies are not timed
+        self.cuda.memcpy_htod(ptr, array)
 
     def dtoh(self, array, ptr, stream):
-        self.cuda.memcpy_dtoh_async(array, ptr, stream)
+        self.cuda.memcpy_dtoh(array, ptr)
 
     def event(self):
         return self.cuda.Event()
