@@ -142,3 +142,24 @@ def test_converted_model_builds_with_plugin(tmp_path, precision, capsys):
     assert meta["onnx"]["sparse_conv_nodes"] > 0
     assert meta["plugin"]["sha256"] == trt_loader.file_sha256(_plugin_lib())
     assert len(res.engine) > 0 and (tmp_path / "sparse.engine").read_bytes() == res.engine
+
+
+@needs_rtx
+def test_bench_builds_both_engines_with_batch_profile(tmp_path):
+    import argparse
+
+    from trt_sparse.commands import bench_cmd
+
+    dense = tmp_path / "a.onnx"
+    M.tiny_convnet(str(dense))
+    parser = argparse.ArgumentParser()
+    bench_cmd.add_arguments(parser)
+    args = parser.parse_args([str(dense), str(dense), "--batch", "1,4", "--engine-dir", str(tmp_path / "eng"),
+                              "--trt", "rtx", "--no-progress"])
+    info = {}
+    engines, tmpdir = bench_cmd._prepare_engines(args, info)
+    assert tmpdir is None and list(engines) == ["dense", "sparse"]
+    assert info["flavour"] == "tensorrt-rtx"
+    for path in engines.values():
+        side = engine.read_sidecar(path)
+        assert side["shapes"] == {"x": [[1, 3, 16, 16], [4, 3, 16, 16], [4, 3, 16, 16]]}
