@@ -236,6 +236,10 @@ def run(args):
     precision = "fp16" if args.fp16 else "fp32"
     rtol = args.rtol if args.rtol is not None else DEFAULT_RTOL[precision]
     trt = trt_loader.import_tensorrt(args.trt_backend)
+    if trt_loader.rtx_needs_reexec(trt) and _started_as_cli():
+        # TensorRT-RTX needs libtensorrt_rtx.so on LD_LIBRARY_PATH from process start for plugin
+        # layers (build and run): restart this command once with it set
+        trt_loader.reexec_with_rtx_library_path()
     # fail before spending minutes on builds when nothing can run the engines
     select_backend(args.cuda_backend, args.device).close()
 
@@ -276,6 +280,12 @@ def run(args):
             rtol), file=sys.stderr)
         return 1
     return 0
+
+
+def _started_as_cli():
+    """True in a ``trt-sparse`` / ``python -m trt_sparse`` process (not when called from Python code)."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return name in ("trt-sparse", "__main__.py")
 
 
 def summary_text(report):
