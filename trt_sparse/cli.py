@@ -7,6 +7,7 @@ message on stderr and exit code 2, never a traceback.
 """
 import argparse
 import importlib
+import os
 import sys
 
 from . import __version__
@@ -67,6 +68,11 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("trt-sparse: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # stdout closed early (e.g. `trt-sparse inspect m.onnx | head`): exit quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":
