@@ -84,6 +84,9 @@ def run(args):
     result = convert_model(model, options)
     check_note = check_output_model(result.model, original=model, original_path=args.input)
     if not args.no_verify and result.converted:
+        if not args.quiet:
+            print("verifying: original in onnxruntime vs rewritten ({} SparseConv2d nodes by trt_sparse.reference) "
+                  "...".format(len(result.converted)), file=sys.stderr)
         result.verification = verify_models(model, result.model, atol=args.atol, rtol=args.rtol,
                                             input_shapes=shapes, batch=args.batch, seed=args.seed,
                                             mode=args.weights)
