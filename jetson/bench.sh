@@ -31,6 +31,8 @@ POWER="auto"
 POWER_INTERVAL=100
 PYTHON=${PYTHON:-python3}
 DRY_RUN=0
+CHECK=1
+CHECK_TOL=""
 BUILD_ARGS=()
 EXTRA=()
 
@@ -56,6 +58,13 @@ Timing options (trtexec's own statistics; each run reports min/mean/median/perce
   --spin-wait           trtexec --useSpinWait (steadier timings)
   --no-data-transfers   trtexec --noDataTransfers (GPU time only, no H2D/D2H copies)
   --shapes SPEC         input shapes for dynamic inputs, e.g. input:1x3x224x224
+
+Output check (after timing; needs python3):
+  --no-check            skip it. By default every sparse engine and its dense twin run once
+                        on the same random input (trtexec --loadInputs/--exportOutput); the
+                        outputs must agree: max|dense - sparse| / max|dense| <= 1e-3 (fp32)
+                        or 3e-2 (fp16); bench.sh exits 3 when they do not (see check.txt)
+  --check-tol T         tolerance for both precisions
 
 Power:
   --power MODE          auto, tegrastats, nvidia-smi or none (default: auto = tegrastats
@@ -101,6 +110,8 @@ while [[ $# -gt 0 ]]; do
     --trtexec) need_arg "$@"; TRTEXEC_ARG=$2; shift 2 ;;
     --trtexec-arg) need_arg "$@"; EXTRA+=("$2"); shift 2 ;;
     --out-dir) need_arg "$@"; OUT_DIR=$2; shift 2 ;;
+    --no-check) CHECK=0; shift ;;
+    --check-tol) need_arg "$@"; CHECK_TOL=$2; shift 2 ;;
     --dry-run) DRY_RUN=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
@@ -111,6 +122,7 @@ for pair in "runs:$RUNS" "duration:$DURATION" "warmup:$WARMUP" "iterations:$ITER
   "avg-runs:$AVG_RUNS" "power-interval:$POWER_INTERVAL"; do
   [[ ${pair#*:} =~ ^[1-9][0-9]*$ ]] || die "--${pair%%:*} must be a positive integer, got '${pair#*:}'"
 done
+[[ -z $CHECK_TOL || $CHECK_TOL =~ ^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$ ]] || die "--check-tol must be a number, got '$CHECK_TOL'"
 [[ $COOLDOWN =~ ^[0-9]+$ ]] || die "--cooldown must be a whole number of seconds, got '$COOLDOWN'"
 [[ $OUT_DIR != *,* && $OUT_DIR != *\"* ]] || die "--out-dir may not contain commas or quotes"
 
@@ -256,3 +268,48 @@ fi
 "$PYTHON" "$SCRIPT_DIR/trtexec_parse.py" summary "$OUT_DIR/runs.csv" \
   --text "$OUT_DIR/summary.txt" --csv "$OUT_DIR/summary.csv" --json "$OUT_DIR/summary.json"
 echo "written: $OUT_DIR/summary.txt $OUT_DIR/summary.csv $OUT_DIR/summary.json"
+
+# ---------------------------------------------------------------- output check
+((CHECK)) || exit 0
+CHECK_DIR="$OUT_DIR/check"
+mkdir -p "$CHECK_DIR"
+: >"$OUT_DIR/check.txt"
+mismatch=0
+checked=0
+for e in "${engines[@]}"; do
+  b=$(basename "$e" .engine)
+  [[ $b.engine =~ ^(.+)_sparse_(fp16|fp32)\.engine$ ]] || continue
+  model=${BASH_REMATCH[1]} prec=${BASH_REMATCH[2]}
+  dense_engine="$(dirname "$e")/${model}_dense_${prec}.engine"
+  [[ -f $dense_engine ]] || { note "check: no ${model}_dense_${prec}.engine to compare $b with"; continue; }
+  spec=$("$PYTHON" "$SCRIPT_DIR/trtexec_parse.py" make-inputs "$OUT_DIR/logs/${model}_dense_${prec}.run1.log" \
+    --out-dir "$CHECK_DIR") || die "check: cannot make inputs for $model $prec"
+  for variant in dense sparse; do
+    eng="$(dirname "$e")/${model}_${variant}_${prec}.engine"
+    cmd=("$TRTEXEC" "--loadEngine=$eng" "--loadInputs=$spec" "--exportOutput=$CHECK_DIR/${model}_${variant}_${prec}.output.json"
+      --warmUp=0 --duration=0 --iterations=1)
+    [[ -n $SHAPES ]] && cmd+=("--shapes=$SHAPES")
+    [[ $variant == sparse ]] && cmd+=("$PLUGIN_FLAG=$PLUGIN")
+    "${cmd[@]}" >"$CHECK_DIR/${model}_${variant}_${prec}.log" 2>&1 ||
+      die "check: trtexec failed on $eng (see $CHECK_DIR/${model}_${variant}_${prec}.log)"
+  done
+  tol=$CHECK_TOL
+  [[ -n $tol ]] || { if [[ $prec == fp16 ]]; then tol=3e-2; else tol=1e-3; fi; }
+  rc=0
+  "$PYTHON" "$SCRIPT_DIR/trtexec_parse.py" compare "$CHECK_DIR/${model}_dense_${prec}.output.json" \
+    "$CHECK_DIR/${model}_sparse_${prec}.output.json" --tol "$tol" --label "$model $prec " >>"$OUT_DIR/check.txt" || rc=$?
+  case $rc in
+    0) ;;
+    4) mismatch=1 ;;
+    *) die "check: cannot compare the outputs of $model $prec (exit $rc)" ;;
+  esac
+  checked=$((checked + 1))
+done
+cat "$OUT_DIR/check.txt"
+if ((mismatch)); then
+  note "the sparse engine's outputs differ from the dense engine's beyond the tolerance (see $OUT_DIR/check.txt)"
+  exit 3
+fi
+if ((checked)); then
+  echo "output check passed: $OUT_DIR/check.txt"
+fi

@@ -45,6 +45,9 @@ _PREFIX_RE = re.compile(r"^\[\d{2}/\d{2}/\d{4}-\d{2}:\d{2}:\d{2}\]\s+\[([FEWIV])
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan"
 _PERF_ITEM_RE = re.compile(r"(min|max|mean|median|percentile\((" + _NUM + r")%\))\s*=\s*(" + _NUM + r")\s*ms")
 _TAG_RE = re.compile(r"&&&&\s+(RUNNING|PASSED|FAILED|WAIVED)\s+(\S+)\s+\[TensorRT v(\d+)\]")
+# "Created input binding for NAME with dimensions 1x3x224x224" (8.x) /
+# "Input binding for NAME with dimensions 1x3x224x224 is created." (10.x)
+_BINDING_RE = re.compile(r"^(?:Created (input|output)|(Input|Output)) binding for (.+) with dimensions (\S+)")
 _METRIC_NAMES = {
     "Latency": "latency",
     "End-to-End Host Latency": "end_to_end",
@@ -132,6 +135,8 @@ def parse_trtexec_log(text, source="<log>"):
         "metrics": {},
         "errors": [],
         "warnings": [],
+        "inputs": [],
+        "outputs": [],
     }
     in_summary = False
     for lineno, raw in enumerate(text.splitlines(), 1):
@@ -149,6 +154,13 @@ def parse_trtexec_log(text, source="<log>"):
             info["warnings"].append(msg.strip())
         if msg.startswith("[TRT]"):
             continue  # builder/runtime messages never carry the summary
+        b = _BINDING_RE.match(msg)
+        if b:
+            kind = (b.group(1) or b.group(2)).lower() + "s"
+            entry = [b.group(3), b.group(4).rstrip(".")]
+            if entry not in info[kind]:
+                info[kind].append(entry)
+            continue
         if msg.startswith("=== Performance summary ==="):
             in_summary = True
             info["has_summary"] = True
@@ -262,6 +274,94 @@ def _trim(samples, trim):
     k = int(len(samples) * trim)
     kept = samples[k:len(samples) - k]
     return kept if kept else samples
+
+
+# ---------------------------------------------------------------- output check
+
+def _dims(text):
+    try:
+        dims = [int(d) for d in text.split("x")]
+    except ValueError:
+        raise TrtexecParseError("binding dimensions '{}' are not static (pass --shapes)".format(text))
+    if any(d < 1 for d in dims):
+        raise TrtexecParseError("binding dimensions '{}' are not static (pass --shapes)".format(text))
+    return dims
+
+
+def make_inputs(info, out_dir, seed=0):
+    """Write one float32 file of uniform [-1, 1) values per input binding of a parsed run log.
+
+    Returns trtexec's --loadInputs spec "name:file[,name:file]".  Inputs are assumed to be
+    fp32 (trtexec's default I/O format).
+    """
+    import array
+    import random
+
+    if not info["inputs"]:
+        raise TrtexecParseError("{}: no input binding lines in the log".format(info["source"]))
+    rng = random.Random(seed)
+    specs = []
+    for name, dims_text in info["inputs"]:
+        count = 1
+        for d in _dims(dims_text):
+            count *= d
+        if ":" in name or "," in name:
+            raise TrtexecParseError("input name '{}' contains ':' or ',' (trtexec --loadInputs cannot take it)".format(name))
+        path = os.path.join(out_dir, re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".bin")
+        data = array.array("f", (rng.uniform(-1.0, 1.0) for _ in range(count)))
+        if sys.byteorder != "little":
+            data.byteswap()
+        folder = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+        with os.fdopen(fd, "wb") as f:
+            data.tofile(f)
+        os.replace(tmp, path)
+        specs.append("{}:{}".format(name, path))
+    return ",".join(specs)
+
+
+def read_output_export(path):
+    """Read a trtexec --exportOutput JSON file into {name: (dims, [values])}."""
+    text = _read_text(path)
+    # trtexec prints non-finite floats as inf / nan, which JSON does not allow
+    text = re.sub(r"(?<![\w.])(-?)inf\b", r"\1Infinity", text)
+    text = re.sub(r"(?<![\w.])-?nan\b", "NaN", text)
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise TrtexecParseError("{}: not a trtexec --exportOutput JSON file ({})".format(path, e))
+    out = {}
+    for item in data if isinstance(data, list) else []:
+        if isinstance(item, dict) and "name" in item and "values" in item:
+            out[item["name"]] = (item.get("dimensions", ""), [float(v) for v in item["values"]])
+    if not out:
+        raise TrtexecParseError("{}: no outputs in the file".format(path))
+    return out
+
+
+def compare_outputs(dense, sparse, tol):
+    """Compare two exports (read_output_export) output by output.
+
+    Per output: max_abs_diff, ref_max_abs (max |dense|), rel_err = max_abs_diff / ref_max_abs,
+    argmax_equal (the top-1 class agrees) and ok (rel_err <= tol, all values finite).
+    """
+    import math
+
+    rows = []
+    for name in sorted(dense):
+        if name not in sparse:
+            raise TrtexecParseError("output '{}' is missing from the sparse engine's export".format(name))
+        d, s = dense[name][1], sparse[name][1]
+        if len(d) != len(s):
+            raise TrtexecParseError("output '{}' has {} values dense but {} sparse".format(name, len(d), len(s)))
+        finite = all(math.isfinite(v) for v in s) and all(math.isfinite(v) for v in d)
+        diff = max((abs(a - b) for a, b in zip(d, s)), default=0.0) if finite else float("inf")
+        ref = max((abs(a) for a in d), default=0.0)
+        rel = diff / ref if ref > 0 else (0.0 if diff == 0 else float("inf"))
+        argmax_equal = bool(d) and d.index(max(d)) == s.index(max(s))
+        rows.append({"output": name, "values": len(d), "max_abs_diff": diff, "ref_max_abs": ref,
+                     "rel_err": rel, "argmax_equal": argmax_equal, "ok": finite and rel <= tol})
+    return rows
 
 
 # ---------------------------------------------------------------- summary
@@ -461,6 +561,17 @@ def _build_parser():
     sp = sub.add_parser("power", help="parse one tegrastats / nvidia-smi power log and print it as JSON")
     sp.add_argument("log")
     sp.add_argument("--trim", type=float, default=0.1, help="fraction of samples dropped at each end (default 0.1)")
+    sp = sub.add_parser("make-inputs", help="write random fp32 input files for the input bindings of a run log; "
+                                             "prints the trtexec --loadInputs spec")
+    sp.add_argument("log")
+    sp.add_argument("--out-dir", required=True)
+    sp.add_argument("--seed", type=int, default=0)
+    sp = sub.add_parser("compare", help="compare dense and sparse --exportOutput files; exit 4 when they differ")
+    sp.add_argument("dense")
+    sp.add_argument("sparse")
+    sp.add_argument("--tol", type=float, default=1e-3,
+                    help="largest allowed max|dense - sparse| / max|dense| (default 1e-3)")
+    sp.add_argument("--label", default="", help="text put in front of each printed line")
     sp = sub.add_parser("summary", help="summarise bench.sh's runs.csv into a text table and a CSV")
     sp.add_argument("manifest", help="runs.csv written by bench.sh")
     sp.add_argument("--text", help="write the text table here (default: print it)")
@@ -480,6 +591,15 @@ def main(argv=None):
     try:
         if args.command == "parse":
             print(json.dumps(parse_trtexec_file(args.log), indent=2, sort_keys=True))
+        elif args.command == "make-inputs":
+            print(make_inputs(parse_trtexec_file(args.log), args.out_dir, seed=args.seed))
+        elif args.command == "compare":
+            rows = compare_outputs(read_output_export(args.dense), read_output_export(args.sparse), args.tol)
+            for r in rows:
+                print("{}{}: {} values, max|diff| {:.3g}, max|dense| {:.3g}, rel {:.3g} (tol {:g}), top-1 {}: {}".format(
+                    args.label, r["output"], r["values"], r["max_abs_diff"], r["ref_max_abs"], r["rel_err"], args.tol,
+                    "same" if r["argmax_equal"] else "DIFFERENT", "ok" if r["ok"] else "MISMATCH"))
+            return 0 if all(r["ok"] for r in rows) else 4
         elif args.command == "power":
             print(json.dumps(parse_power_log(_read_text(args.log), trim=args.trim, source=args.log),
                              indent=2, sort_keys=True))

@@ -338,6 +338,19 @@ def test_parser_runs_under_python36(tmp_path):
                          stdout=subprocess.PIPE, universal_newlines=True)
     assert one.returncode == 0
     assert json.loads(one.stdout) == tp.parse_trtexec_file(fix("trt10.3_orin_dense_fp16_run.log"))
+    # the output-check helpers too: same input bytes as 3.11, and compare's exit codes
+    (tmp_path / "in36").mkdir()
+    (tmp_path / "in311").mkdir()
+    mk = subprocess.run([py36, PARSER, "make-inputs", fix("trt8.2_nano_dense_fp16_run.log"), "--out-dir",
+                         str(tmp_path / "in36")], stdout=subprocess.PIPE, universal_newlines=True)
+    assert mk.returncode == 0
+    spec311 = tp.make_inputs(tp.parse_trtexec_file(fix("trt8.2_nano_dense_fp16_run.log")), str(tmp_path / "in311"))
+    with open(mk.stdout.strip().split(":", 1)[1], "rb") as a, open(spec311.split(":", 1)[1], "rb") as b:
+        assert a.read() == b.read()
+    d = _export(tmp_path / "d.json", ["3", "1"])
+    s = _export(tmp_path / "s.json", ["1", "3"])
+    assert subprocess.run([py36, PARSER, "compare", d, d], stdout=subprocess.PIPE).returncode == 0
+    assert subprocess.run([py36, PARSER, "compare", d, s], stdout=subprocess.PIPE).returncode == 4
 
 
 def test_unreadable_power_log_is_a_warning_not_an_error(tmp_path, capsys):
@@ -348,3 +361,63 @@ def test_unreadable_power_log_is_a_warning_not_an_error(tmp_path, capsys):
     assert recs[0]["latency_median_ms"] == pytest.approx(7.72021)
     assert recs[0]["power_total_mw"] is None and recs[0].get("energy_per_inference_mj") is None
     assert "warning: power ignored" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ output check helpers
+
+def test_make_inputs_writes_seeded_float32_files(tmp_path):
+    import array
+
+    info = tp.parse_trtexec_file(fix("trt10.3_orin_dense_fp16_run.log"))
+    assert info["inputs"] == [["input", "1x3x224x224"]] and info["outputs"] == [["output", "1x1000"]]
+    spec = tp.make_inputs(info, str(tmp_path), seed=3)
+    name, path = spec.split(":", 1)
+    assert name == "input" and os.path.getsize(path) == 4 * 3 * 224 * 224
+    a = array.array("f")
+    with open(path, "rb") as f:
+        a.fromfile(f, 3 * 224 * 224)
+    assert -1.0 <= min(a) < -0.99 and 0.99 < max(a) < 1.0
+    again = tmp_path / "again"
+    again.mkdir()
+    with open(tp.make_inputs(info, str(again), seed=3).split(":", 1)[1], "rb") as f1, open(path, "rb") as f2:
+        assert f1.read() == f2.read()
+
+
+def test_make_inputs_rejects_dynamic_dims(tmp_path):
+    info = {"source": "x.log", "inputs": [["input", "-1x3x224x224"]]}
+    with pytest.raises(tp.TrtexecParseError, match="not static"):
+        tp.make_inputs(info, str(tmp_path))
+
+
+def _export(path, values, name="output"):
+    with open(str(path), "w") as f:
+        f.write('[\n  { "name" : "%s"\n  , "dimensions" : "1x%d"\n  , "values" : [ %s ]\n  }\n]\n'
+                % (name, len(values), ", ".join(values)))
+    return str(path)
+
+
+def test_compare_outputs(tmp_path):
+    d = _export(tmp_path / "d.json", ["1", "-4", "2", "0.5"])
+    s = _export(tmp_path / "s.json", ["1.01", "-4", "2", "0.5"])
+    (row,) = tp.compare_outputs(tp.read_output_export(d), tp.read_output_export(s), tol=1e-3)
+    assert row["max_abs_diff"] == pytest.approx(0.01) and row["ref_max_abs"] == 4.0
+    assert row["rel_err"] == pytest.approx(0.0025) and row["argmax_equal"] and not row["ok"]
+    (row,) = tp.compare_outputs(tp.read_output_export(d), tp.read_output_export(s), tol=3e-3)
+    assert row["ok"]
+    bad = _export(tmp_path / "n.json", ["1", "-4", "nan", "inf"])
+    (row,) = tp.compare_outputs(tp.read_output_export(d), tp.read_output_export(bad), tol=1.0)
+    assert not row["ok"] and row["max_abs_diff"] == float("inf")
+    other = _export(tmp_path / "o.json", ["1", "2"], name="logits")
+    with pytest.raises(tp.TrtexecParseError, match="missing from the sparse"):
+        tp.compare_outputs(tp.read_output_export(d), tp.read_output_export(other), tol=1.0)
+
+
+def test_compare_cli_exit_codes(tmp_path, capsys):
+    d = _export(tmp_path / "d.json", ["3", "1"])
+    s = _export(tmp_path / "s.json", ["1", "3"])
+    assert tp.main(["compare", d, d, "--label", "m fp32 "]) == 0
+    assert tp.main(["compare", d, s]) == 4
+    out = capsys.readouterr().out
+    assert "m fp32 output: 2 values" in out and "top-1 DIFFERENT: MISMATCH" in out
+    (tmp_path / "junk.json").write_text("not json")
+    assert tp.main(["compare", d, str(tmp_path / "junk.json")]) == 2

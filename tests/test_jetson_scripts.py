@@ -403,6 +403,10 @@ done
 """.format(os.path.join(FIX, "tegrastats_nano_jp46.log")))
 
 
+def flag_for(version):
+    return "--plugins" if version == "8.2" else "--dynamicPlugins"
+
+
 @pytest.mark.parametrize("version", ["8.2", "10.3"])
 def test_bench_end_to_end(tmp_path, version):
     env, b, calls = fake_trtexec_env(tmp_path, version)
@@ -414,11 +418,20 @@ def test_bench_end_to_end(tmp_path, version):
                "--duration", "1", "--warmup", "100", "--cooldown", "0", "--cuda-graph", "--power", "tegrastats",
                "--power-interval", "50", "--out-dir", str(out)], env=env)
     assert res.returncode == 0, res.stderr
-    runs = [c for c in read_calls(calls) if any(a.startswith("--loadEngine=") for a in c)]
+    loads = [c for c in read_calls(calls) if any(a.startswith("--loadEngine=") for a in c)]
+    runs = [c for c in loads if not any(a.startswith("--exportOutput=") for a in c)]
+    checks = [c for c in loads if any(a.startswith("--exportOutput=") for a in c)]
     assert len(runs) == 4
+    # the output check: dense and sparse once each on the same loaded input
+    assert len(checks) == 2
+    assert [a for a in checks[0] if a.startswith("--loadInputs=")] == [a for a in checks[1] if a.startswith("--loadInputs=")]
+    assert (flag_for(version) + "=" + lib in checks[1]) and not any(a.startswith(flag_for(version)) for a in checks[0])
+    check_txt = (out / "check.txt").read_text()
+    assert "resnet18 fp16 output: 1000 values" in check_txt and check_txt.rstrip().endswith(": ok")
+    assert "output check passed" in res.stdout
     # interleaved dense/sparse, trtexec's own timing options, plugin only for sparse
     assert ["_dense_" in c[0] for c in runs] == [True, False, True, False]
-    flag = "--plugins" if version == "8.2" else "--dynamicPlugins"
+    flag = flag_for(version)
     for c in runs:
         assert {"--warmUp=100", "--duration=1", "--iterations=100", "--avgRuns=10", "--useCudaGraph"} <= set(c)
         assert (flag + "=" + lib in c) == ("_sparse_" in c[0])
@@ -496,3 +509,24 @@ def test_bench_failed_run_stops_with_reason(tmp_path):
     assert res.returncode != 0
     assert "trtexec failed (exit 1)" in res.stderr and "IPluginCreator not found" in res.stderr
     assert not (out / "runs.csv").exists()
+
+
+@pytest.mark.parametrize("error,precision,expect_rc", [("1e-5", "fp32", 0), ("0.005", "fp32", 3), ("0.005", "fp16", 0),
+                                                        ("0.2", "fp16", 3)])
+def test_bench_output_check_tolerance(tmp_path, error, precision, expect_rc):
+    env, _, _ = fake_trtexec_env(tmp_path, "8.2")
+    env["FAKE_SPARSE_ERROR"] = error
+    lib = make_plugin(tmp_path, v3=False)
+    dense, sparse = onnx_pair(tmp_path)
+    out = tmp_path / "out"
+    res = run([script("bench.sh"), "--dense", dense, "--sparse", sparse, "--plugin", lib, "--precision", precision,
+               "--runs", "1", "--cooldown", "0", "--power", "none", "--out-dir", str(out)], env=env)
+    assert res.returncode == expect_rc, res.stderr
+    check_txt = (out / "check.txt").read_text()
+    assert ("MISMATCH" in check_txt) == (expect_rc == 3)
+    assert (out / "summary.csv").is_file()  # the timings are summarised either way
+    if expect_rc == 3:
+        assert "differ from the dense engine's beyond the tolerance" in res.stderr
+    res = run([script("bench.sh"), "--engine-dir", str(out / "engines"), "--plugin", lib, "--runs", "1",
+               "--cooldown", "0", "--power", "none", "--no-check", "--out-dir", str(tmp_path / "o2")], env=env)
+    assert res.returncode == 0 and not (tmp_path / "o2" / "check.txt").exists()
