@@ -99,7 +99,7 @@ while [[ $# -gt 0 ]]; do
     --cuda-graph) CUDA_GRAPH=1; shift ;;
     --spin-wait) SPIN_WAIT=1; shift ;;
     --no-data-transfers) NO_TRANSFERS=1; shift ;;
-    --shapes) need_arg "$@"; SHAPES=$2; BUILD_ARGS+=(--shapes "$2"); shift 2 ;;
+    --shapes) need_arg "$@"; SHAPES=$2; shift 2 ;;
     --power) need_arg "$@"; POWER=$2; shift 2 ;;
     --power-interval) need_arg "$@"; POWER_INTERVAL=$2; shift 2 ;;
     --engine-dir) need_arg "$@"; ENGINE_DIR=$2; shift 2 ;;
@@ -135,10 +135,11 @@ if ((has_build_input)); then
   bcmd=(bash "$SCRIPT_DIR/build_engines.sh" --out-dir "$OUT_DIR" --plugin-mode "$PLUGIN_MODE" "${BUILD_ARGS[@]}")
   [[ -n $PLUGIN ]] && bcmd+=(--plugin "$PLUGIN")
   [[ -n $TRTEXEC_ARG ]] && bcmd+=(--trtexec "$TRTEXEC_ARG")
+  [[ -n $SHAPES ]] && bcmd+=(--shapes "$SHAPES")
   ((DRY_RUN)) && bcmd+=(--dry-run)
   "${bcmd[@]}"
 elif ((${#BUILD_ARGS[@]})); then
-  die "--name/--precision/--workspace/--force/--shapes only apply with --dense/--sparse; to time built engines give --engine-dir"
+  die "--name/--precision/--workspace/--force only apply with --dense/--sparse; to time built engines give --engine-dir"
 fi
 [[ -n $ENGINE_DIR ]] || ENGINE_DIR="$OUT_DIR/engines"
 

@@ -471,6 +471,10 @@ def test_bench_dry_run_prints_commands(tmp_path):
     assert res.returncode == 0, res.stderr
     lines = [ln for ln in res.stdout.splitlines() if "--loadEngine=" in ln]
     assert len(lines) == 2 and "--plugins=" + lib in lines[1] and "--plugins" not in lines[0]
+    res = run([script("bench.sh"), "--engine-dir", str(eng), "--plugin", lib, "--runs", "1", "--dry-run",
+               "--shapes", "input:4x3x224x224", "--out-dir", str(tmp_path / "o")], env=env)
+    assert res.returncode == 0, res.stderr
+    assert all("--shapes=input:4x3x224x224" in ln for ln in res.stdout.splitlines() if "--loadEngine=" in ln)
     assert not (tmp_path / "o").exists()
     assert all("--help" in c for c in read_calls(calls))
 
