@@ -267,6 +267,7 @@ bool tile_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P
     tp->tiles_w = (Q + lw * ci.pw - 1) / (lw * ci.pw);
     tp->tiles_h = (P + lh * ci.ph - 1) / (lh * ci.ph);
     tp->nsplit = v.nsplit;
+    tp->vec = (p->d.pad_left == 1 && (W % 4) == 0 && (reinterpret_cast<uintptr_t>(x) % 16) == 0) ? 1 : 0;
     tp->act = p->d.activation;
     tp->clip_min = p->d.clip_min;
     tp->clip_max = p->d.clip_max;

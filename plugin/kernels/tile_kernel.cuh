@@ -36,10 +36,49 @@ __device__ __forceinline__ float activate(float v, int act, float lo, float hi) 
     return v;
 }
 
+__device__ __forceinline__ void ld4(const float* p, float& a, float& b, float& c, float& d) {
+    const float4 v = __ldg(reinterpret_cast<const float4*>(p));
+    a = v.x; b = v.y; c = v.z; d = v.w;
+}
+__device__ __forceinline__ void ld4(const __half* p, float& a, float& b, float& c, float& d) {
+    const uint2 u = __ldg(reinterpret_cast<const uint2*>(p));
+    const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&u.x));
+    const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&u.y));
+    a = lo.x; b = lo.y; c = hi.x; d = hi.y;
+}
+
+/* Patch rows of 6 columns: cols 1..4 one aligned 4-wide load; col 0 from the left lane's col 4,
+ * col 5 from the right lane's col 1 (edge lanes of the lane row load them). All lanes must call. */
+template <bool VEC> struct PatchVec {
+    template <typename T, int PTH, int PTW>
+    static __device__ __forceinline__ void load(float (&)[PTH][PTW], const T*, int, unsigned, unsigned, bool, bool) {}
+};
+template <> struct PatchVec<true> {
+template <typename T, int PTH, int PTW>
+static __device__ __forceinline__ void load(float (&xp)[PTH][PTW], const T* xc, int W, unsigned rm, unsigned cm,
+                                            bool left_edge, bool right_edge) {
+    static_assert(PTW == 6, "vector patch is 6 wide");
+    const bool mid = (cm >> 1) & 1u, lok = cm & 1u, rok_c = (cm >> 5) & 1u;
+#pragma unroll
+    for (int a = 0; a < PTH; ++a) {
+        const T* row = xc + a * W;
+        const bool rok = (rm >> a) & 1u;
+        float v0 = 0.0f, v1 = 0.0f, v2 = 0.0f, v3 = 0.0f;
+        if (rok && mid) ld4(row + 1, v0, v1, v2, v3);
+        float l = __shfl_up_sync(0xffffffffu, v3, 1);
+        float r = __shfl_down_sync(0xffffffffu, v0, 1);
+        if (left_edge) l = (rok && lok) ? ld_in(row) : 0.0f;
+        if (right_edge) r = (rok && rok_c) ? ld_in(row + 5) : 0.0f;
+        xp[a][0] = l; xp[a][1] = v0; xp[a][2] = v1; xp[a][3] = v2; xp[a][4] = v3; xp[a][5] = r;
+    }
+}
+};
+
 template <typename T, int R, int S, int ST, int KT, int PH, int PW>
 __global__ void __launch_bounds__(256) tile_kernel(TileParams p) {
     constexpr int PTH = (PH - 1) * ST + R;
     constexpr int PTW = (PW - 1) * ST + S;
+    constexpr bool VEC = (ST == 1 && S == 3 && PW == 4);
     static_assert(PTH <= 32 && PTW <= 32, "patch masks are 32 bits");
     extern __shared__ float red[];
 
@@ -80,33 +119,33 @@ __global__ void __launch_bounds__(256) tile_kernel(TileParams p) {
         const long long hw = (long long)p.H * p.W;
         /* may point before the image: only dereferenced where the masks allow */
         const T* xn = reinterpret_cast<const T*>(p.x) + (long long)n * p.C * hw + ((long long)ih0 * p.W + iw0);
-        /* speculative prefetch only where the second patch fits the register budget */
-        constexpr bool PREF = KT * PH * PW + 2 * PTH * PTW <= 160;
-        float xp[PTH][PTW], xq[PTH][PTW];
+        float xp[PTH][PTW];
         int cur_c = -1;
-        /* next channel's patch, loaded speculatively (c+1 follows c in almost every group at <= 99% sparsity) */
-        int pre_c = -1;
+        /* vector path (3x3, stride 1, 4 pixels per lane, pad_left 1, W % 4 == 0, aligned input): each patch
+         * row is one aligned 4-wide load plus the two halo columns taken from the neighbour lanes */
+        const bool vec = VEC && p.vec;
+        const int lx = lane & (lw - 1);
         /* nonzeros arrive in lane batches of 32 (coalesced), two batches in flight, broadcast by shuffles */
         int2 bat = __ldg(p.entries + min(beg + lane, end));
         int2 nxt = __ldg(p.entries + min(beg + 32 + lane, end));
+        /* software-pipelined: the next nonzero's shuffles overlap this nonzero's dispatch */
+        int code = __shfl_sync(0xffffffffu, bat.y, 0);
+        float v = __int_as_float(__shfl_sync(0xffffffffu, bat.x, 0));
         for (int i = beg; i < end; ++i) {
-            const int j = (i - beg) & 31;
-            if (j == 0 && i != beg) {
+            const int jn = (i + 1 - beg) & 31;
+            if (jn == 0) {
                 bat = nxt;
-                nxt = __ldg(p.entries + min(i + 32 + lane, end));
+                nxt = __ldg(p.entries + min(i + 33 + lane, end));
             }
-            const int code = __shfl_sync(0xffffffffu, bat.y, j);
-            const float v = __int_as_float(__shfl_sync(0xffffffffu, bat.x, j));
+            const int code_n = __shfl_sync(0xffffffffu, bat.y, jn);
+            const float v_n = __int_as_float(__shfl_sync(0xffffffffu, bat.x, jn));
             const int c = code >> kCaseBits;
             if (c != cur_c) {
                 cur_c = c;
-                if (PREF && c == pre_c) {
-#pragma unroll
-                    for (int a = 0; a < PTH; ++a)
-#pragma unroll
-                        for (int b = 0; b < PTW; ++b) xp[a][b] = xq[a][b];
+                const T* xc = xn + (long long)c * hw;
+                if (vec) {
+                    PatchVec<VEC>::load(xp, xc, p.W, rm, cm, lx == 0, lx == lw - 1);
                 } else {
-                    const T* xc = xn + (long long)c * hw;
 #pragma unroll
                     for (int a = 0; a < PTH; ++a) {
                         const T* row = xc + a * p.W;
@@ -116,20 +155,10 @@ __global__ void __launch_bounds__(256) tile_kernel(TileParams p) {
                             xp[a][b] = (rok && ((cm >> b) & 1u)) ? ld_in(row + b) : 0.0f;
                     }
                 }
-                if (PREF) {
-                    pre_c = c + 1 < p.C ? c + 1 : c;
-                    const T* xc = xn + (long long)pre_c * hw;
-#pragma unroll
-                    for (int a = 0; a < PTH; ++a) {
-                        const T* row = xc + a * p.W;
-                        const bool rok = (rm >> a) & 1u;
-#pragma unroll
-                        for (int b = 0; b < PTW; ++b)
-                            xq[a][b] = (rok && ((cm >> b) & 1u)) ? ld_in(row + b) : 0.0f;
-                    }
-                }
             }
             TileFma<R, S, ST, KT, PH, PW>::run(acc, xp, v, code & ((1 << kCaseBits) - 1));
+            code = code_n;
+            v = v_n;
         }
     }
 

@@ -35,6 +35,7 @@ struct TileParams {
     int lw_log2;            /* lanes along the width = 1 << lw_log2 */
     int tiles_h, tiles_w;   /* warp tiles per image */
     int nsplit;             /* warps per block splitting the group's nonzeros */
+    int vec;                /* 1: pad_left == 1, W % 4 == 0 and 16-byte aligned input (vector patch rows) */
     int act;
     float clip_min, clip_max;
 };
