@@ -421,3 +421,14 @@ def test_compare_cli_exit_codes(tmp_path, capsys):
     assert "m fp32 output: 2 values" in out and "top-1 DIFFERENT: MISMATCH" in out
     (tmp_path / "junk.json").write_text("not json")
     assert tp.main(["compare", d, str(tmp_path / "junk.json")]) == 2
+
+
+def test_trt85_jetpack51_log_uses_the_10x_layout():
+    # TensorRT 8.5/8.6 (JetPack 5.1 / 6.0) already print the 10.x summary: a percentile list,
+    # no End-to-End line (sampleReporting.cpp of release/8.5 and release/8.6)
+    text = read("trt10.3_orin_dense_fp16_run.log").replace("[TensorRT v100300]", "[TensorRT v8502]")
+    text = text.replace("TensorRT version: 10.3.0", "TensorRT version: 8.5.2")
+    info = tp.parse_trtexec_log(text)
+    assert info["trt_version"] == "8.5.2" and info["trt_version_tag"] == "8.5.2"
+    assert "end_to_end" not in info["metrics"]
+    assert sorted(info["metrics"]["latency"]["percentiles"]) == ["90", "95", "99"]
