@@ -194,6 +194,33 @@ def test_driver_cpu_no_device(cpu_driver):
     assert "enqueue: tsc_plan_create failed: TSC_ERR_CUDA" in proc.stderr
 
 
+@pytest.mark.parametrize("version", ["8.2", "8.5"])
+def test_driver_v2_trt8_cpu_stub(version, sanitizer_ok, tmp_path):
+    """TensorRT 8.x path: REGISTER_TENSORRT_PLUGIN into a registry the driver provides, then
+    create/clone/shapes/configure/initialize/serialize/deserialize (+corrupt blobs)/enqueue/destroy."""
+    inc = os.path.join(ROOT, ".trt", version, "include")
+    if not os.path.isfile(os.path.join(inc, "NvInferRuntime.h")):
+        pytest.skip("no TensorRT {} headers under .trt/ (../shared/tools/trt-headers; never committed)".format(version))
+    cuda = _cuda_home()
+    if cuda is None:
+        pytest.skip("no CUDA toolkit headers (cuda_runtime_api.h), which TensorRT's headers include")
+    drv = str(tmp_path / "plugin_driver_v2")
+    _compile([sanitizer_ok, "-std=c++14", "-g", "-O1"] + SAN + WARN
+             + ["-I" + PLUGIN, "-I" + CPP, "-isystem", inc, "-isystem", os.path.join(cuda, "include")]
+             + [os.path.join(PLUGIN, s) for s in CORE_SRCS]
+             + [os.path.join(CPP, "tsc_cpu_stub.cpp"), os.path.join(CPP, "plugin_driver_v2.cpp"), "-o", drv],
+             "plugin_driver_v2 ({})".format(version))
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1")
+    env.pop("TSC_STUB_NO_DEVICE", None)
+    proc = _run([drv], env=env)
+    assert "AddressSanitizer" not in proc.stderr and "runtime error" not in proc.stderr, proc.stderr[-4000:]
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert re.search(r"SUMMARY-V2 checks=\d+ failures=0 \(TensorRT {}".format(re.escape(version)), proc.stdout)
+    cases = re.findall(r"^CASE-V2 .* (fp32|fp16) .* (OK|FAIL)$", proc.stdout, re.M)
+    assert len(cases) >= 20 and all(ok == "OK" for _, ok in cases)
+    assert "checksum mismatch" in proc.stderr and "magic number" in proc.stderr
+
+
 # ------------------------------------------------------------------ compile matrix
 @pytest.mark.slow
 def test_compile_matrix():

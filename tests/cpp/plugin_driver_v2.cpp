@@ -1,0 +1,246 @@
+/*
+ * trt-sparse plugin driver for the TensorRT 8.x path (IPluginV2DynamicExt), CPU only.
+ *
+ * Built against the 8.2 or 8.5 headers together with the plugin sources and the CPU
+ * stand-in of the kernel ABI (tests/cpp/tsc_cpu_stub.cpp). This program provides
+ * getPluginRegistry() (normally in libnvinfer) as a small registry, so the plugin's
+ * REGISTER_TENSORRT_PLUGIN runs at start-up exactly as when TensorRT loads the library.
+ * Then, like TensorRT 8: getPluginCreator -> createPlugin(fields) -> clone ->
+ * getOutputDimensions (expression builder) / supportsFormatCombination ->
+ * configurePlugin -> getWorkspaceSize -> initialize -> serialize -> deserializePlugin
+ * (and corrupt blobs: truncated, bit-flipped, foreign) -> initialize -> enqueue (host
+ * buffers, fp32 + fp16, several shapes) vs float64 -> terminate -> destroy.
+ */
+#include "driver_common.h"
+
+#include <cstdio>
+
+extern "C" int32_t tsc_stub_live_plans(void);
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations" // IPluginV2 / IPluginCreator in 8.5 headers
+#endif
+
+// ------------------------------------------------------------------ registry (libnvinfer's role)
+class Registry : public nv::IPluginRegistry
+{
+public:
+    bool registerCreator(nv::IPluginCreator& creator, char const* const ns) noexcept override
+    {
+        creator.setPluginNamespace(ns);
+        mCreators.push_back(&creator);
+        return true;
+    }
+    nv::IPluginCreator* const* getPluginCreatorList(int32_t* const n) const noexcept override
+    {
+        *n = static_cast<int32_t>(mCreators.size());
+        return mCreators.data();
+    }
+    nv::IPluginCreator* getPluginCreator(char const* const name, char const* const version, char const* const ns) noexcept override
+    {
+        for (auto* c : mCreators)
+            if (!std::strcmp(c->getPluginName(), name) && !std::strcmp(c->getPluginVersion(), version)
+                && !std::strcmp(c->getPluginNamespace(), ns))
+                return c;
+        return nullptr;
+    }
+    void setErrorRecorder(nv::IErrorRecorder* const) noexcept override {}
+    nv::IErrorRecorder* getErrorRecorder() const noexcept override
+    {
+        return nullptr;
+    }
+    bool deregisterCreator(nv::IPluginCreator const&) noexcept override
+    {
+        return false;
+    }
+    ~Registry() noexcept override = default;
+
+private:
+    std::vector<nv::IPluginCreator*> mCreators;
+};
+
+extern "C" nv::IPluginRegistry* getPluginRegistry() noexcept
+{
+    static Registry registry;
+    return &registry;
+}
+
+// ------------------------------------------------------------------ helpers
+static nv::Dims dims4(int a, int b, int c, int d)
+{
+    nv::Dims x{};
+    x.nbDims = 4;
+    x.d[0] = a;
+    x.d[1] = b;
+    x.d[2] = c;
+    x.d[3] = d;
+    return x;
+}
+
+static nv::IPluginV2DynamicExt* dyn(nv::IPluginV2* p)
+{
+    return dynamic_cast<nv::IPluginV2DynamicExt*>(p);
+}
+
+static void runCase(nv::IPluginCreator* creator, Case const& c, nv::DataType dt, bool nul, std::mt19937& rng)
+{
+    bool const half = dt == nv::DataType::kHALF;
+    int const plansBefore = tsc_stub_live_plans();
+    Weights const w = makeWeights(c, rng);
+    FieldSet fs;
+    fillFields(c, w, fs, nul);
+    nv::IPluginV2DynamicExt* p1 = dyn(creator->createPlugin(c.name, fs.collection()));
+    CHECK(p1 != nullptr, "%s: createPlugin", c.name);
+    if (!p1)
+        return;
+    fs.scribble();
+    CHECK(!std::strcmp(p1->getPluginType(), "SparseConv2d") && !std::strcmp(p1->getPluginVersion(), "1"), "type");
+    CHECK(p1->getNbOutputs() == 1, "outputs");
+    CHECK(p1->getOutputDataType(0, &dt, 1) == dt, "output type");
+    {
+        ExprBuilder eb;
+        nv::DimsExprs in{};
+        in.nbDims = 4;
+        in.d[0] = eb.symbol(0);
+        in.d[1] = eb.constant(c.C);
+        in.d[2] = eb.symbol(2);
+        in.d[3] = eb.symbol(3);
+        nv::DimsExprs out = p1->getOutputDimensions(0, &in, 1, eb);
+        CHECK(out.nbDims == 4 && out.d[1]->isConstant() && out.d[1]->getConstantValue() == c.K, "%s: K", c.name);
+        for (int h = 1; out.nbDims == 4 && h <= 40; h += 3)
+        {
+            int64_t env[4] = {2, c.C, h, h + 1};
+            int64_t const P = outDim(h, c.pt, c.pb, c.dh, c.R, c.sh), Q = outDim(h + 1, c.pl, c.pr, c.dw, c.S, c.sw);
+            if (P < 1 || Q < 1)
+                continue;
+            CHECK(static_cast<Expr const*>(out.d[2])->eval(env) == P && static_cast<Expr const*>(out.d[3])->eval(env) == Q,
+                "%s: output expr at %d", c.name, h);
+        }
+        in.d[1] = eb.constant(c.C + 2);
+        CHECK(p1->getOutputDimensions(0, &in, 1, eb).nbDims != 4, "%s: wrong C must be refused", c.name);
+    }
+    {
+        nv::PluginTensorDesc io[2]{};
+        io[0].type = io[1].type = dt;
+        io[0].format = io[1].format = nv::TensorFormat::kLINEAR;
+        CHECK(p1->supportsFormatCombination(0, io, 1, 1) && p1->supportsFormatCombination(1, io, 1, 1), "linear");
+        io[1].type = half ? nv::DataType::kFLOAT : nv::DataType::kHALF;
+        CHECK(!p1->supportsFormatCombination(1, io, 1, 1), "mixed types");
+        io[0].type = nv::DataType::kINT8;
+        CHECK(!p1->supportsFormatCombination(0, io, 1, 1), "int8");
+    }
+    nv::IPluginV2DynamicExt* p2 = p1->clone();
+    p1->destroy();
+    CHECK(p2 != nullptr, "clone");
+    if (!p2)
+        return;
+    int maxN = 0, maxH = 0, maxW = 0;
+    for (auto const& s : c.shapes)
+    {
+        maxN = std::max(maxN, s[0]);
+        maxH = std::max(maxH, s[1]);
+        maxW = std::max(maxW, s[2]);
+    }
+    nv::DynamicPluginTensorDesc din{}, dout{};
+    din.desc.type = dout.desc.type = dt;
+    din.desc.format = dout.desc.format = nv::TensorFormat::kLINEAR;
+    din.desc.dims = dims4(-1, c.C, -1, -1);
+    dout.desc.dims = dims4(-1, c.K, -1, -1);
+    din.min = dims4(1, c.C, 1, 1);
+    din.max = dims4(maxN, c.C, maxH, maxW);
+    p2->configurePlugin(&din, 1, &dout, 1);
+    nv::PluginTensorDesc wsIn{}, wsOut{};
+    wsIn.dims = din.max;
+    wsIn.type = wsOut.type = dt;
+    size_t const ws = p2->getWorkspaceSize(&wsIn, 1, &wsOut, 1);
+    CHECK(p2->initialize() == 0, "initialize");
+    std::vector<unsigned char> blob(p2->getSerializationSize());
+    p2->serialize(blob.data());
+    // corrupt blobs are refused (no crash, nullptr)
+    {
+        std::vector<unsigned char> t(blob.begin(), blob.begin() + static_cast<long>(blob.size() / 2));
+        CHECK(creator->deserializePlugin("x", t.data(), t.size()) == nullptr, "truncated blob accepted");
+        std::vector<unsigned char> f = blob;
+        f[f.size() / 3] ^= 0x10;
+        CHECK(creator->deserializePlugin("x", f.data(), f.size()) == nullptr, "flipped blob accepted");
+        char const foreign[] = "definitely not a SparseConv2d blob";
+        CHECK(creator->deserializePlugin("x", foreign, sizeof(foreign)) == nullptr, "foreign blob accepted");
+        CHECK(creator->deserializePlugin("x", nullptr, 0) == nullptr, "null blob accepted");
+    }
+    nv::IPluginV2DynamicExt* p3 = dyn(creator->deserializePlugin(c.name, blob.data(), blob.size()));
+    CHECK(p3 != nullptr, "%s: deserializePlugin", c.name);
+    p2->terminate();
+    p2->destroy();
+    if (!p3)
+        return;
+    std::fill(blob.begin(), blob.end(), 0xEE); // the plugin must not keep pointers into the blob
+    CHECK(p3->initialize() == 0, "initialize after deserialize");
+    std::vector<unsigned char> wsBuf(ws + 1);
+    std::normal_distribution<float> gauss(0.F, 1.F);
+    for (auto const& s : c.shapes)
+    {
+        int const N = s[0], H = s[1], W = s[2];
+        int const P = static_cast<int>(outDim(H, c.pt, c.pb, c.dh, c.R, c.sh));
+        int const Q = static_cast<int>(outDim(W, c.pl, c.pr, c.dw, c.S, c.sw));
+        size_t const nin = static_cast<size_t>(N) * c.C * H * W, nout = static_cast<size_t>(N) * c.K * P * Q;
+        std::vector<double> x(nin);
+        std::vector<float> in32(nin), out32(nout, NAN);
+        std::vector<uint16_t> in16(nin), out16(nout, 0x7E00U);
+        for (size_t i = 0; i < nin; ++i)
+        {
+            float v = gauss(rng);
+            in16[i] = floatToHalfT(v);
+            if (half)
+                v = halfToFloatT(in16[i]);
+            in32[i] = v;
+            x[i] = v;
+        }
+        nv::PluginTensorDesc id{}, od{};
+        id.dims = dims4(N, c.C, H, W);
+        od.dims = dims4(N, c.K, P, Q);
+        id.type = od.type = dt;
+        id.format = od.format = nv::TensorFormat::kLINEAR;
+        void const* ins[1] = {half ? static_cast<void const*>(in16.data()) : in32.data()};
+        void* outs[1] = {half ? static_cast<void*>(out16.data()) : out32.data()};
+        int32_t const rc = p3->enqueue(&id, &od, ins, outs, wsBuf.data(), nullptr);
+        CHECK(rc == 0, "%s: enqueue", c.name);
+        std::vector<double> const ref = reference(c, w, x, N, H, W);
+        double num = 0, den = 0;
+        for (size_t i = 0; i < nout; ++i)
+        {
+            double const y = half ? halfToFloatT(out16[i]) : out32[i];
+            num += (y - ref[i]) * (y - ref[i]);
+            den += ref[i] * ref[i];
+        }
+        double const rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+        double const tol = half ? 2e-3 : 1e-5;
+        std::printf("CASE-V2 %-22s %s N=%d H=%d W=%d rel_err=%.3g %s\n", c.name, half ? "fp16" : "fp32", N, H, W, rel,
+            (rc == 0 && rel < tol) ? "OK" : "FAIL");
+        CHECK(rel < tol, "%s: rel err %.3g", c.name, rel);
+    }
+    p3->terminate();
+    p3->destroy();
+    CHECK(tsc_stub_live_plans() == plansBefore, "%s: plans alive %d (expected %d)", c.name, tsc_stub_live_plans(),
+        plansBefore);
+}
+
+int main()
+{
+    int32_t n = 0;
+    nv::IPluginCreator* const* list = getPluginRegistry()->getPluginCreatorList(&n);
+    CHECK(n == 1 && list != nullptr, "REGISTER_TENSORRT_PLUGIN registered %d creators", n);
+    nv::IPluginCreator* creator = getPluginRegistry()->getPluginCreator("SparseConv2d", "1", "");
+    CHECK(creator != nullptr, "creator lookup by name/version/namespace");
+    if (!creator)
+        return 1;
+    CHECK(creator->getFieldNames()->nbFields == 16, "declared fields");
+    std::mt19937 rng(99);
+    int idx = 0;
+    for (auto const& c : defaultCases())
+        for (nv::DataType dt : {nv::DataType::kFLOAT, nv::DataType::kHALF})
+            runCase(creator, c, dt, (idx++ % 2) == 0, rng);
+    CHECK(tsc_stub_live_plans() == 0, "plans leaked");
+    std::printf("SUMMARY-V2 checks=%d failures=%d (TensorRT %d.%d headers)\n", gChecks, gFailures, NV_TENSORRT_MAJOR,
+        NV_TENSORRT_MINOR);
+    return gFailures == 0 ? 0 : 1;
+}
