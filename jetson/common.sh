@@ -54,7 +54,7 @@ exports_symbol() {
 # plugin_flag LIB MODE: the trtexec option that loads LIB.
 #   MODE auto: TensorRT < 8.6 -> --plugins; otherwise --dynamicPlugins when LIB exports
 #   getCreators (IPluginV3 libraries, TensorRT 10), else --staticPlugins (libraries that
-#   register their creators when loaded: REGISTER_TENSORRT_PLUGIN).
+#   register their creators when loaded: REGISTER_TENSORRT_PLUGIN). Without nm: by version.
 plugin_flag() {
   local lib=$1 mode=$2
   case $mode in
@@ -64,6 +64,9 @@ plugin_flag() {
     auto)
       if ! trtexec_has --staticPlugins; then
         echo --plugins
+      elif ! command -v nm >/dev/null 2>&1; then
+        # cannot look at the library: our TensorRT >= 10 build always exports getCreators
+        if ((${TRT_VERSION%%.*} >= 10)); then echo --dynamicPlugins; else echo --staticPlugins; fi
       elif trtexec_has --dynamicPlugins && exports_symbol "$lib" getCreators; then
         echo --dynamicPlugins
       else

@@ -534,3 +534,14 @@ def test_bench_output_check_tolerance(tmp_path, error, precision, expect_rc):
     res = run([script("bench.sh"), "--engine-dir", str(out / "engines"), "--plugin", lib, "--runs", "1",
                "--cooldown", "0", "--power", "none", "--no-check", "--out-dir", str(tmp_path / "o2")], env=env)
     assert res.returncode == 0 and not (tmp_path / "o2" / "check.txt").exists()
+
+
+@pytest.mark.parametrize("version,flag", [("10.3", "--dynamicPlugins"), ("8.2", "--plugins")])
+def test_plugin_flag_without_nm_follows_the_version(tmp_path, version, flag):
+    env, b, _ = fake_trtexec_env(tmp_path, version)
+    lib = make_plugin(tmp_path, v3=(version == "10.3"))
+    os.unlink(str(b / "nm"))
+    _, sparse = onnx_pair(tmp_path)
+    res = run([script("build_engines.sh"), "--sparse", sparse, "--plugin", lib, "--dry-run"], env=env)
+    assert res.returncode == 0, res.stderr
+    assert "(passed as {})".format(flag) in res.stderr and flag + "=" + lib in res.stdout
