@@ -72,3 +72,17 @@ def test_mobilenetv2_depthwise_dense_relu6_fused(exported, capsys):
     # batch 3 through the dynamic batch axis
     assert main(["verify", str(d / "mobilenetv2.p90.onnx"), str(d / "mobilenetv2.sparse.onnx"), "--batch", "3"]) == 0
     assert np.isfinite(rep["totals"]["weight_bytes_after"])
+
+
+# torchvision's published parameter counts (torchvision.models docs, "num_params")
+TORCHVISION_PARAMS = {"resnet18": 11689512, "resnet50": 25557032, "vgg16": 138357544, "mobilenetv2": 3504872}
+TORCHVISION_CONVS = {"resnet18": 20, "resnet50": 53, "vgg16": 13, "mobilenetv2": 52}
+
+
+@pytest.mark.parametrize("name", sorted(TORCHVISION_PARAMS))
+def test_definitions_match_torchvision_sizes(name):
+    model = export_models.build(name)
+    assert sum(p.numel() for p in model.parameters()) == TORCHVISION_PARAMS[name]
+    assert sum(isinstance(m, torch.nn.Conv2d) for m in model.modules()) == TORCHVISION_CONVS[name]
+    with torch.no_grad():
+        assert tuple(model(torch.zeros(1, 3, 64, 64)).shape) == (1, 1000)
