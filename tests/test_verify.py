@@ -179,3 +179,19 @@ def test_unsorted_graph_runs():
     s.graph.node[0].input[0] = "nowhere"
     with pytest.raises(TrtSparseError, match="nowhere"):
         verify_models(m, s)
+
+
+def test_large_original_is_loaded_from_its_path(tmp_path, monkeypatch):
+    """Over 2 GB a model cannot be serialized: onnxruntime then reads the original from its file."""
+    import trt_sparse.verify as v
+
+    m = residual_model()
+    path = str(tmp_path / "o.onnx")
+    save_model_atomic(m, path)
+    feeds = make_inputs(m)
+    expected = run_reference(m, feeds)
+    monkeypatch.setattr(v, "_PROTO_LIMIT", 16)
+    monkeypatch.setattr(type(m), "SerializeToString", lambda self: (_ for _ in ()).throw(AssertionError("serialized")))
+    got = run_reference(m, feeds, path=path)
+    for k in expected:
+        np.testing.assert_array_equal(got[k], expected[k])

@@ -12,6 +12,7 @@ and passes when ``max_abs <= atol + rtol * scale`` (an error normalised by the
 output's magnitude, so outputs near zero do not make element-wise ratios explode).
 """
 import collections
+import os
 import time
 
 import numpy as np
@@ -309,10 +310,20 @@ class SplitRunner(object):
         return collections.OrderedDict((o, values[o]) for o in self.outputs)
 
 
-def run_reference(model, feeds, threads=0):
-    """Outputs of a model (with or without SparseConv2d nodes); dense parts in onnxruntime."""
+_PROTO_LIMIT = 2 ** 31 - 1
+
+
+def run_reference(model, feeds, threads=0, path=None):
+    """Outputs of a model (with or without SparseConv2d nodes); dense parts in onnxruntime.
+
+    A model without SparseConv2d nodes that is too large to serialize (> 2 GB) is
+    loaded by onnxruntime from ``path`` (its file, external data beside it).
+    """
     if not any(_is_sparse(n) for n in model.graph.node):
-        sess = _session(model.SerializeToString(), threads)
+        if path is not None and model.ByteSize() >= _PROTO_LIMIT:
+            sess = _session(os.fspath(path), threads)
+        else:
+            sess = _session(model.SerializeToString(), threads)
         names = [o.name for o in sess.get_outputs()]
         return collections.OrderedDict(zip(names, _run(sess, feeds, "the model")))
     return SplitRunner(model, threads).run(feeds)
@@ -397,13 +408,16 @@ def compare(ref, got, atol, rtol):
 
 
 def verify_models(original, sparse, atol=None, rtol=None, input_shapes=None, batch=1, seed=0, mode="exact",
-                  threads=0):
-    """Run both models on the same seeded random inputs and compare every output (a VerifyResult)."""
+                  threads=0, original_path=None):
+    """Run both models on the same seeded random inputs and compare every output (a VerifyResult).
+
+    ``original_path`` lets onnxruntime load an original over 2 GB from its file.
+    """
     t0 = time.time()
     atol = DEFAULT_ATOL if atol is None else float(atol)
     rtol = DEFAULT_RTOL.get(mode, DEFAULT_RTOL["exact"]) if rtol is None else float(rtol)
     feeds = make_inputs(original, input_shapes, batch, seed)
-    ref = run_reference(original, feeds, threads)
+    ref = run_reference(original, feeds, threads, original_path)
     got = run_reference(sparse, feeds, threads)
     errs = compare(ref, got, atol, rtol)
     shapes = collections.OrderedDict((k, v.shape) for k, v in feeds.items())

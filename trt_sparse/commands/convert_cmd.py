@@ -89,7 +89,7 @@ def run(args):
                   "...".format(len(result.converted)), file=sys.stderr)
         result.verification = verify_models(model, result.model, atol=args.atol, rtol=args.rtol,
                                             input_shapes=shapes, batch=args.batch, seed=args.seed,
-                                            mode=args.weights)
+                                            mode=args.weights, original_path=args.input)
     text = rpt.totals_line(result) if args.quiet else rpt.format_table(result)
     if args.quiet and result.verification is not None:
         text += "\n" + result.verification.summary()

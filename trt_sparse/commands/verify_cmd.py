@@ -31,7 +31,8 @@ def run(args):
     if not any(n.op_type == "SparseConv2d" for n in sparse.graph.node):
         print("note: {} has no SparseConv2d node".format(args.sparse), file=sys.stderr)
     res = verify_models(original, sparse, atol=args.atol, rtol=args.rtol, input_shapes=shapes,
-                        batch=args.batch, seed=args.seed, mode=weight_mode(sparse))
+                        batch=args.batch, seed=args.seed, mode=weight_mode(sparse),
+                        original_path=args.original)
     for o in res.outputs:
         print("{:<24} shape {:<16} max abs {:.3g}  max|y| {:.3g}  rel {:.3g}  {}".format(
             o.name, "x".join(str(d) for d in o.shape), o.max_abs, o.scale, o.rel, "ok" if o.passed else "FAIL"))
