@@ -478,3 +478,16 @@ def test_weights_auto_uses_packed32_only_where_lossless():
     assert formats == {"a": 0, "b": 1}
     assert_verified(m, res, rtol=1e-6)
     assert all(layer.weight_format == "exact" for layer in convert0(m, weights="exact").layers)
+
+
+def test_model_policy_with_the_real_cost_model():
+    cost_model = pytest.importorskip("trt_sparse.cost_model", reason="trt_sparse.cost_model not in this checkout")
+    res = convert_model(_two_layer_model(), ConvertOptions(policy=make_policy("model", batch=2, dtype="fp32")))
+    for layer in res.layers:
+        assert layer.predicted_speedup is not None
+        assert layer.converted == (layer.predicted_speedup > 1.0)
+    a = res.layers[0]
+    expected = cost_model.predict_speedup({"C": 4, "K": 8, "R": 3, "S": 3, "H": 12, "W": 12, "stride_h": 1,
+                                           "stride_w": 1, "pads": [1, 1, 1, 1], "dilation_h": 1,
+                                           "dilation_w": 1}, a.nnz, 2, "fp32")
+    assert a.predicted_speedup == pytest.approx(expected)
