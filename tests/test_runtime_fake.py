@@ -312,3 +312,37 @@ def test_graph_needs_capable_backend(runner):
     runner.cuda.supports_graphs = False
     with pytest.raises(TrtSparseError, match="cuda-python"):
         runner.time({"x": np.zeros((1, 4), np.float32)}, iterations=1, cuda_graph=True)
+
+
+def test_sidecar_mismatches(tmp_path):
+    lib = tmp_path / "libp.so"
+    lib.write_bytes(b"plugin v1")
+    trt = types.SimpleNamespace(__name__="tensorrt", __version__="10.3.0")
+    meta = {"tensorrt": {"flavour": "tensorrt", "version": "10.3.0"},
+            "plugin": {"path": str(lib), "sha256": trt_loader.file_sha256(str(lib))}}
+    assert runtime.sidecar_mismatches(meta, trt, str(lib)) == []
+    assert runtime.sidecar_mismatches(None, trt, None) == []
+    other = types.SimpleNamespace(__name__="tensorrt", __version__="10.16.0")
+    (problem,) = runtime.sidecar_mismatches(meta, other, str(lib))
+    assert "10.3.0" in problem and "10.16.0" in problem
+    (problem,) = runtime.sidecar_mismatches(meta, trt, None)
+    assert "--plugin" in problem
+    lib2 = tmp_path / "libp2.so"
+    lib2.write_bytes(b"plugin v2")
+    (problem,) = runtime.sidecar_mismatches(meta, trt, str(lib2))
+    assert "differs" in problem
+
+
+def test_runner_warns_about_sidecar_mismatch(monkeypatch, tmp_path, capsys):
+    import json
+
+    cuda = FakeCuda()
+    trt = _fake_trt(Engine10, "10.3.0", cuda)
+    monkeypatch.setattr(trt_loader, "import_tensorrt", lambda backend="auto": trt)
+    monkeypatch.setattr(trt_loader, "find_plugin_library", lambda explicit=None: None)
+    path = tmp_path / "m.engine"
+    path.write_bytes(b"ENGINE")
+    (tmp_path / "m.engine.json").write_text(json.dumps({"tensorrt": {"flavour": "tensorrt", "version": "8.6.1"}}))
+    with runtime.EngineRunner(str(path), backend=cuda) as r:
+        assert r.metadata["tensorrt"]["version"] == "8.6.1"
+    assert "built with tensorrt 8.6.1, running with tensorrt 10.3.0" in capsys.readouterr().err

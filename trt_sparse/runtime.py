@@ -16,6 +16,7 @@
 import collections
 import importlib
 import os
+import sys
 
 import numpy as np
 
@@ -424,6 +425,25 @@ def device_info(device=0):
 
 # ---------------------------------------------------------------- engine runner
 
+def sidecar_mismatches(metadata, trt, plugin_lib):
+    """Reasons an engine may not load here, from its build sidecar: other TensorRT, other plugin build."""
+    problems = []
+    if not metadata:
+        return problems
+    built = metadata.get("tensorrt") or {}
+    here = {"flavour": trt_loader.flavour(trt), "version": str(getattr(trt, "__version__", "?"))}
+    if built.get("flavour") and (built.get("flavour"), built.get("version")) != (here["flavour"], here["version"]):
+        problems.append("built with {} {}, running with {} {} (engines are version-specific)".format(
+            built.get("flavour"), built.get("version"), here["flavour"], here["version"]))
+    plugin = metadata.get("plugin")
+    if plugin and plugin_lib is None:
+        problems.append("built with the plugin library {} but none is loaded (pass --plugin)".format(plugin.get("path")))
+    elif plugin and plugin.get("sha256") and trt_loader.file_sha256(plugin_lib) != plugin["sha256"]:
+        problems.append("the plugin library {} differs from the one the engine was built with ({})".format(
+            plugin_lib, plugin.get("path")))
+    return problems
+
+
 class EngineRunner:
     """A deserialized engine with device buffers: ``infer``, ``time``, ``profile_layers``.
 
@@ -453,6 +473,13 @@ class EngineRunner:
         self.engine_bytes = len(blob)
         self.runtime = trt.Runtime(self.logger)
         plugin_lib = trt_loader.find_plugin_library(plugin_lib)
+        self.metadata = None
+        if self.path is not None:
+            from .engine import read_sidecar
+
+            self.metadata = read_sidecar(self.path)
+            for problem in sidecar_mismatches(self.metadata, trt, plugin_lib):
+                sys.stderr.write("warning: {}: {}\n".format(self.path, problem))
         if plugin_lib is not None:
             registry = self.runtime.get_plugin_registry() if hasattr(self.runtime, "get_plugin_registry") else None
             trt_loader.load_plugin_library(trt, plugin_lib, logger=self.logger, registry=registry)

@@ -166,6 +166,7 @@ def benchmark(engines, runner_factory, batches=None, fixed_shapes=None, input_fi
                     ("batch", real_batch), ("input_shapes", {n: list(s) for n, s in shapes.items()}),
                     ("latency", stats), ("throughput_per_s", throughput(stats["median_ms"], real_batch)),
                     ("device_memory", runner.device_memory()),
+                    ("build", _build_summary(getattr(runner, "metadata", None))),
                     ("layers", [[n, float(ms)] for n, ms in layers]),
                 ]))
         finally:
@@ -185,6 +186,19 @@ def benchmark(engines, runner_factory, batches=None, fixed_shapes=None, input_fi
         check = collections.OrderedDict([("reference", ref), ("candidate", other), ("ok", ok), ("rtol", rtol),
                                          ("per_batch", per_batch)])
     return results, check, info
+
+
+def _build_summary(meta):
+    """The parts of an engine's build sidecar worth repeating in the report (None without one)."""
+    if not meta:
+        return None
+    plugin = meta.get("plugin") or {}
+    return collections.OrderedDict([
+        ("tensorrt", meta.get("tensorrt")), ("precision", meta.get("precision")),
+        ("strongly_typed", meta.get("strongly_typed")), ("shapes", meta.get("shapes")),
+        ("sparse_conv_nodes", (meta.get("onnx") or {}).get("sparse_conv_nodes")),
+        ("plugin_sha256", plugin.get("sha256")), ("build_seconds", meta.get("build_seconds")),
+    ])
 
 
 def _prepare_engines(args, trt_info):
