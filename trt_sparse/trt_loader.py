@@ -265,7 +265,7 @@ def plugin_missing_message():
     """One-line hint for a model with SparseConv2d nodes and no plugin library."""
     return (
         "the model has SparseConv2d nodes but no plugin library was found; build it with "
-        "'cmake -S plugin -B build -DTensorRT_ROOT=<TensorRT dir> && cmake --build build -j2' "
+        "'cmake -S plugin -B build -DTENSORRT_ROOT=<TensorRT dir> && cmake --build build -j2' "
         "and pass --plugin build/libtrt_sparse_plugin.so (or set {})".format(ENV_PLUGIN)
     )
 
