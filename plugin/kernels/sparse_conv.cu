@@ -43,6 +43,7 @@ struct Variant {
     int cfg;
     int nsplit;
     int lw_log2;
+    int vec;    /* 1: vector patch rows where the shape allows (tile kernel) */
 };
 
 struct TileLayout {
@@ -246,6 +247,12 @@ int ilog2_ceil(int v) {
     return l;
 }
 
+/* Vector patch rows: 3x3 stride 1, 4 pixels per lane, pad_left 1, W % 4 == 0, 16-byte aligned input. */
+bool vec_eligible(const tsc_plan* p, int W, const void* x) {
+    return p->geom == tsc::GEOM_3x3_S1 && p->d.pad_left == 1 && (W % 4) == 0 &&
+           (reinterpret_cast<uintptr_t>(x) % 16) == 0;
+}
+
 /* Tile launch parameters for a variant; false if it cannot run this shape. */
 bool tile_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P, int Q, const void* x, void* y,
                  tsc::TileParams* tp) {
@@ -267,7 +274,7 @@ bool tile_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P
     tp->tiles_w = (Q + lw * ci.pw - 1) / (lw * ci.pw);
     tp->tiles_h = (P + lh * ci.ph - 1) / (lh * ci.ph);
     tp->nsplit = v.nsplit;
-    tp->vec = (p->d.pad_left == 1 && (W % 4) == 0 && (reinterpret_cast<uintptr_t>(x) % 16) == 0) ? 1 : 0;
+    tp->vec = (v.vec && vec_eligible(p, W, x)) ? 1 : 0;
     tp->act = p->d.activation;
     tp->clip_min = p->d.clip_min;
     tp->clip_max = p->d.clip_max;
@@ -283,8 +290,11 @@ int default_lw(const tsc_plan* p, int cfg, int Q) {
 
 /* Heuristic variant: enough warps to cover the SMs' schedulers, enough work per warp. */
 Variant heuristic_variant(const tsc_plan* p, int N, int H, int W, int P, int Q) {
-    Variant v = {0, 0, 1, 0};
+    Variant v = {0, 0, 1, 0, 0};
     if (p->geom < 0) return v;
+    /* measured on the H200 (docs/PERFORMANCE.md): below ~400K outputs the generic kernel's
+     * parallelism beats the register tiles' per-warp latency */
+    if ((long long)N * P * Q * p->d.K < 400000LL) return v;
     v.kind = 1;
     v.cfg = 0;
     v.lw_log2 = default_lw(p, v.cfg, Q);
@@ -348,17 +358,22 @@ Variant chosen_variant(const tsc_plan* p, int N, int H, int W, int P, int Q) {
 /* Every variant that can run this shape: generic, then tile configs x splits x lane shapes. */
 std::vector<Variant> candidates(const tsc_plan* plan, int N, int H, int W, int P, int Q, const void* x, void* y) {
     std::vector<Variant> cands;
-    Variant gen = {0, 0, 1, 0};
+    Variant gen = {0, 0, 1, 0, 0};
     cands.push_back(gen);
     if (plan->geom >= 0) {
+        /* the list depends on the shape only (indices stay stable); an unaligned input runs the vec
+         * variants on the scalar path */
+        const bool vec_ok = vec_eligible(plan, W, reinterpret_cast<const void*>(256));
         for (int c = 0; c < tsc::TILE_CFGS; ++c) {
+            const tsc::TileCfgInfo ci = tsc::tile_cfg_info(plan->geom, c);
             const int lw0 = default_lw(plan, c, Q);
             for (int ns = 1; ns <= 8; ns *= 2)
-                for (int dl = 0; dl < 2; ++dl) {
-                    Variant v = {1, c, ns, lw0 - dl};
-                    tsc::TileParams tp;
-                    if (v.lw_log2 >= 0 && tile_params(plan, v, N, H, W, P, Q, x, y, &tp)) cands.push_back(v);
-                }
+                for (int dl = 0; dl < 2; ++dl)
+                    for (int vec = 0; vec < ((vec_ok && ci.pw == 4) ? 2 : 1); ++vec) {
+                        Variant v = {1, c, ns, lw0 - dl, vec};
+                        tsc::TileParams tp;
+                        if (v.lw_log2 >= 0 && tile_params(plan, v, N, H, W, P, Q, x, y, &tp)) cands.push_back(v);
+                    }
         }
     }
     return cands;
@@ -368,7 +383,7 @@ std::string variant_name(const tsc_plan* plan, const Variant& v) {
     if (v.kind == 0) return "generic";
     const tsc::TileCfgInfo ci = tsc::tile_cfg_info(plan->geom, v.cfg);
     return "tile(kt=" + std::to_string(ci.kt) + ",px=" + std::to_string(ci.ph) + "x" + std::to_string(ci.pw) +
-           ",split=" + std::to_string(v.nsplit) + ",lw=" + std::to_string(1 << v.lw_log2) + ")";
+           ",split=" + std::to_string(v.nsplit) + ",lw=" + std::to_string(1 << v.lw_log2) + (v.vec ? ",vec" : "") + ")";
 }
 
 size_t copy_out(const std::string& s, char* buf, size_t buf_len) {

@@ -59,17 +59,25 @@ static __device__ __forceinline__ void load(float (&xp)[PTH][PTW], const T* xc, 
                                             bool left_edge, bool right_edge) {
     static_assert(PTW == 6, "vector patch is 6 wide");
     const bool mid = (cm >> 1) & 1u, lok = cm & 1u, rok_c = (cm >> 5) & 1u;
+    /* phase 1: every load of the patch in flight at once (one memory latency per channel) */
+    float v[PTH][4], le[PTH], re[PTH];
 #pragma unroll
     for (int a = 0; a < PTH; ++a) {
         const T* row = xc + a * W;
         const bool rok = (rm >> a) & 1u;
-        float v0 = 0.0f, v1 = 0.0f, v2 = 0.0f, v3 = 0.0f;
-        if (rok && mid) ld4(row + 1, v0, v1, v2, v3);
-        float l = __shfl_up_sync(0xffffffffu, v3, 1);
-        float r = __shfl_down_sync(0xffffffffu, v0, 1);
-        if (left_edge) l = (rok && lok) ? ld_in(row) : 0.0f;
-        if (right_edge) r = (rok && rok_c) ? ld_in(row + 5) : 0.0f;
-        xp[a][0] = l; xp[a][1] = v0; xp[a][2] = v1; xp[a][3] = v2; xp[a][4] = v3; xp[a][5] = r;
+        v[a][0] = v[a][1] = v[a][2] = v[a][3] = 0.0f;
+        if (rok && mid) ld4(row + 1, v[a][0], v[a][1], v[a][2], v[a][3]);
+        le[a] = (left_edge && rok && lok) ? ld_in(row) : 0.0f;
+        re[a] = (right_edge && rok && rok_c) ? ld_in(row + 5) : 0.0f;
+    }
+    /* phase 2: halo columns from the neighbour lanes */
+#pragma unroll
+    for (int a = 0; a < PTH; ++a) {
+        const float l = __shfl_up_sync(0xffffffffu, v[a][3], 1);
+        const float r = __shfl_down_sync(0xffffffffu, v[a][0], 1);
+        xp[a][0] = left_edge ? le[a] : l;
+        xp[a][1] = v[a][0]; xp[a][2] = v[a][1]; xp[a][3] = v[a][2]; xp[a][4] = v[a][3];
+        xp[a][5] = right_edge ? re[a] : r;
     }
 }
 };

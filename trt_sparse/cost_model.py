@@ -1,0 +1,142 @@
+"""Cost model of the sparse kernels vs dense cuDNN, fitted to ``trt-sparse bench-kernels`` results.
+
+``predict_speedup(layer, nnz, batch, dtype)`` returns predicted dense_time /
+sparse_time against the best dense baseline of that dtype (fp32: cuDNN with TF32
+allowed, the torch/TensorRT default; fp16: cuDNN fp16), so > 1 means the sparse
+kernel should win. ``trt-sparse convert --policy model`` keeps a layer dense when
+it is <= 1.
+
+Both times are log-linear in the work of the layer (fitted per dtype by least
+squares on log time, see :func:`fit`):
+
+    log t_sparse = s0 + s1 log(useful MFMA) + s2 log(I/O MB) + s3 log(nnz per output channel)
+    log t_dense  = d0 + d1 log(dense MFMA)  + d2 log(I/O MB)
+
+useful MFMA = nnz * P * Q * N / 1e6, dense MFMA = K*C*R*S * P * Q * N / 1e6,
+I/O MB = (N*C*H*W + N*K*P*Q) * bytes / 1e6. Geometries outside the kernels'
+fast path (R x S not 1x1 / 3x3, stride > 2, unequal strides, dilation > 1) run the
+generic kernel, which the benchmark does not sweep: their sparse time is
+multiplied by GENERIC_PENALTY (a stated assumption, not a fit). Refit with
+``python3 -m trt_sparse.cost_model bench/results/FILE.json`` and paste the
+printed COEFFS. docs/PERFORMANCE.md documents the fit and its error.
+"""
+import json
+import math
+import sys
+
+import numpy as np
+
+from .errors import UnsupportedError
+from .reference import conv_output_size
+
+#: fitted coefficients per dtype: (sparse [s0..s3], dense [d0..d2]); see docs/PERFORMANCE.md
+COEFFS = {
+    "fp32": {"sparse": [2.2, 0.35, 0.1, 0.3], "dense": [2.3, 0.12, 0.1]},
+    "fp16": {"sparse": [2.3, 0.35, 0.1, 0.3], "dense": [2.0, 0.12, 0.1]},
+}
+#: source of COEFFS (results file the fit came from)
+FIT_SOURCE = "placeholder"
+#: assumed slowdown of the generic kernel vs the register-tile kernel (not measured by the sweep)
+GENERIC_PENALTY = 3.0
+
+_DTYPE_ALIASES = {"fp32": "fp32", "float32": "fp32", "float": "fp32", "fp16": "fp16", "float16": "fp16",
+                  "half": "fp16"}
+
+
+def _features(layer, nnz, batch, dtype):
+    C, K, R, S = (int(layer[k]) for k in ("C", "K", "R", "S"))
+    H, W = int(layer["H"]), int(layer["W"])
+    strides = (int(layer.get("stride_h", 1)), int(layer.get("stride_w", 1)))
+    dils = (int(layer.get("dilation_h", 1)), int(layer.get("dilation_w", 1)))
+    pads = tuple(int(p) for p in layer.get("pads", (0, 0, 0, 0)))
+    P, Q = conv_output_size(H, W, R, S, strides, pads, dils)
+    N = int(batch)
+    esz = 2 if dtype == "fp16" else 4
+    useful = max(float(nnz), 1.0) * P * Q * N / 1e6
+    dense = float(K * C * R * S) * P * Q * N / 1e6
+    io = (N * C * H * W + N * K * P * Q) * esz / 1e6
+    per_k = max(float(nnz) / K, 1.0)
+    fast = (R, S) in ((1, 1), (3, 3)) and strides[0] == strides[1] and strides[0] <= 2 and dils == (1, 1)
+    return useful, dense, io, per_k, fast
+
+
+def _norm_dtype(dtype):
+    d = _DTYPE_ALIASES.get(str(dtype).lower())
+    if d is None:
+        raise UnsupportedError("cost model: unknown dtype {!r} (fp32 or fp16)".format(dtype))
+    return d
+
+
+def predict_times(layer, nnz, batch=1, dtype="fp32", coeffs=None):
+    """(sparse_us, dense_us) predicted for one layer (dict with C, K, R, S, H, W, strides, pads, dilations)."""
+    dtype = _norm_dtype(dtype)
+    co = (coeffs or COEFFS)[dtype]
+    useful, dense, io, per_k, fast = _features(layer, nnz, batch, dtype)
+    s = co["sparse"]
+    d = co["dense"]
+    t_sparse = math.exp(s[0] + s[1] * math.log(useful) + s[2] * math.log(max(io, 1e-6)) + s[3] * math.log(per_k))
+    t_dense = math.exp(d[0] + d[1] * math.log(max(dense, 1e-6)) + d[2] * math.log(max(io, 1e-6)))
+    if not fast:
+        t_sparse *= GENERIC_PENALTY
+    return t_sparse, t_dense
+
+
+def predict_speedup(layer, nnz, batch, dtype):
+    """Predicted dense_time / sparse_time vs the best dense baseline of `dtype` (> 1: sparse wins)."""
+    t_sparse, t_dense = predict_times(layer, nnz, batch, dtype)
+    return t_dense / t_sparse
+
+
+def _layer_of_result(r):
+    lay = r["layer"]
+    k = int(lay["kernel"])
+    st = int(lay.get("stride", 1))
+    dl = int(lay.get("dilation", 1))
+    pd = int(lay.get("pad", 0))
+    return {"C": lay["C"], "K": lay["K"], "R": k, "S": k, "H": lay["H"], "W": lay["W"], "stride_h": st,
+            "stride_w": st, "pads": (pd, pd, pd, pd), "dilation_h": dl, "dilation_w": dl}
+
+
+def fit(results):
+    """Least-squares fit of COEFFS (log time) from bench-kernels result dicts; returns (coeffs, errors)."""
+    coeffs, errors = {}, {}
+    for dtype in ("fp32", "fp16"):
+        rows = [r for r in results if _norm_dtype(r["dtype"]) == dtype and r.get("dense_us")]
+        if len(rows) < 4:
+            continue
+        base = "fp16_best" if dtype == "fp16" else "tf32_best"
+        xs, ys, xd, yd = [], [], [], []
+        for r in rows:
+            useful, dense, io, per_k, _ = _features(_layer_of_result(r), r["nnz"], r["batch"], dtype)
+            xs.append([1.0, math.log(useful), math.log(io), math.log(per_k)])
+            ys.append(math.log(r["sparse_us"]))
+            if base in r["dense_us"]:
+                xd.append([1.0, math.log(dense), math.log(io)])
+                yd.append(math.log(r["dense_us"][base]))
+        s = np.linalg.lstsq(np.array(xs), np.array(ys), rcond=None)[0]
+        d = np.linalg.lstsq(np.array(xd), np.array(yd), rcond=None)[0]
+        coeffs[dtype] = {"sparse": [round(float(v), 4) for v in s], "dense": [round(float(v), 4) for v in d]}
+        pred = [math.exp(np.dot(d, a)) / math.exp(np.dot(s, b)) for a, b in zip(xd, xs)]
+        meas = [r["dense_us"][base] / r["sparse_us"] for r in rows if base in r["dense_us"]]
+        err = [abs(math.log(p / m)) for p, m in zip(pred, meas)]
+        wrong = sum(1 for p, m in zip(pred, meas) if (p > 1) != (m > 1))
+        errors[dtype] = {"cases": len(meas), "median_abs_log_err": float(np.median(err)),
+                         "max_abs_log_err": float(max(err)), "wrong_side_of_1": wrong}
+    return coeffs, errors
+
+
+def main(argv=None):
+    """Print COEFFS fitted to bench-kernels JSON files (python3 -m trt_sparse.cost_model FILE...)."""
+    argv = sys.argv[1:] if argv is None else argv
+    results = []
+    for path in argv:
+        with open(path) as f:
+            results.extend(json.load(f)["results"])
+    coeffs, errors = fit(results)
+    print("COEFFS = " + json.dumps(coeffs, indent=1))
+    print("fit errors: " + json.dumps(errors, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
