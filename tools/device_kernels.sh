@@ -50,7 +50,10 @@ fi
 if has bench-sweep; then
   say "bench sparsity sweep (batch 1, 3x3 s1 + 1x1 + s2 samples)"
   python3 -m trt_sparse bench-kernels --layers bench/layers.json --batch 1 --sparsity 0.5 0.7 0.8 0.98 \
-    --dtype fp32 fp16 --json "$OUT/bench_sweep.json" --plot "$OUT/bench_sweep.png" 2>"$OUT/bench_sweep.err" || status=1
+    --dtype fp32 fp16 --only resnet50_3x3_c64_h56 resnet50_3x3_c128_h28 resnet50_3x3_c256_h14 resnet50_3x3_c512_h7 \
+    vgg16_3x3_c64_k128_h112 vgg16_3x3_c256_k512_h28 resnet50_3x3s2_c256_h28 resnet50_1x1_c256_k64_h56 \
+    resnet50_1x1_c1024_k256_h14 --json "$OUT/bench_sweep.json" --plot "$OUT/bench_sweep.png" \
+    2>"$OUT/bench_sweep.err" || status=1
 fi
 if has ncu; then
   say "ncu (tuned variant, fp32 90%)"
@@ -64,4 +67,9 @@ if has ncu; then
   done
 fi
 say "done status=$status"
+# at most 8 files come back: pack the logs
+(cd "$OUT" && ls *.log *.err *.txt >/dev/null 2>&1 && tar czf logs.tgz *.log *.err *.txt && rm -f *.log *.err *.txt)
+for j in "$OUT"/bench_full.json "$OUT"/bench_sweep.json; do
+  [ -f "$j" ] && python3 -c "import json,sys; from trt_sparse.commands.bench_kernels_cmd import format_summary; print(sys.argv[1]); print(format_summary(json.load(open(sys.argv[1]))['summary']))" "$j"
+done
 exit $status
