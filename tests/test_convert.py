@@ -491,3 +491,11 @@ def test_model_policy_with_the_real_cost_model():
                                            "stride_w": 1, "pads": [1, 1, 1, 1], "dilation_h": 1,
                                            "dilation_w": 1}, a.nnz, 2, "fp32")
     assert a.predicted_speedup == pytest.approx(expected)
+
+
+def test_exclude_patterns_keep_layers_dense():
+    res = convert_model(_two_layer_model(), ConvertOptions(policy=ThresholdPolicy(0.0), exclude=["a*"]))
+    by = {layer.name: layer for layer in res.layers}
+    assert by["a"].decision == "dense" and by["a"].reason == "excluded by --exclude a*"
+    assert by["b"].decision == "sparse"
+    assert [n.op_type for n in res.model.graph.node] == ["Conv", "Relu", PLUGIN_OP]

@@ -17,6 +17,7 @@ second-chance namespace (10.10+), so the domain does not disturb the lookup whil
 letting onnxruntime and the ONNX checker tell the node from a builtin op.
 """
 import collections
+import fnmatch
 import time
 
 import numpy as np
@@ -103,7 +104,7 @@ class ConvertResult(object):
 class ConvertOptions(object):
     """Options of :func:`convert_model` (CLI flags of ``trt-sparse convert``)."""
 
-    def __init__(self, policy=None, weights="auto", fuse=True, input_shapes=None, batch=1):
+    def __init__(self, policy=None, weights="auto", fuse=True, input_shapes=None, batch=1, exclude=()):
         from .policy import ThresholdPolicy
 
         if weights not in WEIGHT_CHOICES:
@@ -113,12 +114,21 @@ class ConvertOptions(object):
         self.fuse = fuse
         self.input_shapes = dict(input_shapes or {})
         self.batch = int(batch)
+        self.exclude = tuple(exclude or ())
+
+    def excluded(self, name):
+        """The --exclude pattern matching layer ``name`` (fnmatch), or None."""
+        for pat in self.exclude:
+            if fnmatch.fnmatchcase(name, pat):
+                return pat
+        return None
 
     def to_dict(self):
         """JSON-friendly description."""
         return collections.OrderedDict([
             ("policy", self.policy.describe()), ("weights", self.weights), ("fuse", self.fuse),
             ("input_shapes", {k: list(v) for k, v in self.input_shapes.items()}), ("batch", self.batch),
+            ("exclude", list(self.exclude)),
         ])
 
 
@@ -511,6 +521,10 @@ def convert_model(model, options=None, progress=None):
             continue
         if any(id(n) in claimed for n in plan.remove):
             rep.decision, rep.reason = "dense", "overlaps another converted layer"
+            continue
+        pat = options.excluded(rep.name)
+        if pat is not None:
+            rep.decision, rep.reason, rep.fused = "dense", "excluded by --exclude {}".format(pat), []
             continue
         layer_info = layer_geometry(rep, plan.params)
         ok, reason, predicted = options.policy.decide(layer_info, rep.nnz, rep.sparsity)

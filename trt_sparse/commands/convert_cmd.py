@@ -26,6 +26,8 @@ def add_arguments(p):
                    help="exact: fp32 values + int32 indices; packed32: one 32-bit word per nonzero (fp16 values, "
                         "reports the rounding error); auto (default): packed32 for layers where it is lossless "
                         "(fp16 weights), else exact -- an fp32 model is never rounded")
+    p.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
+                   help="keep Conv layers whose node name matches this shell pattern dense (repeatable)")
     p.add_argument("--no-fuse", action="store_true", help="do not fold BatchNormalization / fuse Relu, Clip")
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME:D0xD1x...",
                    help="static shape of a graph input with dynamic dims other than the batch (repeatable)")
@@ -80,7 +82,7 @@ def run(args):
     dtype = None if args.dtype == "auto" else args.dtype
     policy = make_policy(args.policy, args.min_sparsity, args.measurements, args.batch, dtype)
     options = ConvertOptions(policy=policy, weights=args.weights, fuse=not args.no_fuse,
-                             input_shapes=shapes, batch=args.batch)
+                             input_shapes=shapes, batch=args.batch, exclude=args.exclude)
     result = convert_model(model, options)
     check_note = check_output_model(result.model, original=model, original_path=args.input)
     if not args.no_verify and result.converted:
