@@ -39,7 +39,7 @@ tsc_status cuda_fail(cudaError_t e, const char* what) {
 
 /* A kernel variant: generic, or a tile config with its split and lane shape. */
 struct Variant {
-    int kind;   /* 0 generic, 1 tile */
+    int kind;   /* 0 generic, 1 tile, 2 generic with 4 pixels per thread (NCHW) */
     int cfg;
     int nsplit;
     int lw_log2;
@@ -331,7 +331,10 @@ tsc_status launch_variant(const tsc_plan* p, const Variant& v, int N, int H, int
         gp.pad_top = p->d.pad_top; gp.pad_left = p->d.pad_left;
         gp.act = p->d.activation; gp.clip_min = p->d.clip_min; gp.clip_max = p->d.clip_max;
         if ((long long)P * Q / 128 + 1 >= (1LL << 31)) return fail(TSC_ERR_OVERFLOW, "output plane too large");
-        e = tsc::launch_generic(p->dtype == TSC_FLOAT16, p->layout == TSC_NHWC, gp, s);
+        if (v.kind == 2)
+            e = tsc::launch_generic_vec(p->dtype == TSC_FLOAT16, gp, s);
+        else
+            e = tsc::launch_generic(p->dtype == TSC_FLOAT16, p->layout == TSC_NHWC, gp, s);
     }
     if (e != cudaSuccess) return cuda_fail(e, "kernel launch");
     return TSC_OK;
@@ -360,6 +363,10 @@ std::vector<Variant> candidates(const tsc_plan* plan, int N, int H, int W, int P
     std::vector<Variant> cands;
     Variant gen = {0, 0, 1, 0, 0};
     cands.push_back(gen);
+    if (plan->layout == TSC_NCHW) {
+        Variant gv = {2, 0, 1, 0, 0};
+        cands.push_back(gv);
+    }
     if (plan->geom >= 0) {
         /* the list depends on the shape only (indices stay stable); an unaligned input runs the vec
          * variants on the scalar path */
@@ -381,6 +388,7 @@ std::vector<Variant> candidates(const tsc_plan* plan, int N, int H, int W, int P
 
 std::string variant_name(const tsc_plan* plan, const Variant& v) {
     if (v.kind == 0) return "generic";
+    if (v.kind == 2) return "generic4";
     const tsc::TileCfgInfo ci = tsc::tile_cfg_info(plan->geom, v.cfg);
     return "tile(kt=" + std::to_string(ci.kt) + ",px=" + std::to_string(ci.ph) + "x" + std::to_string(ci.pw) +
            ",split=" + std::to_string(v.nsplit) + ",lw=" + std::to_string(1 << v.lw_log2) + (v.vec ? ",vec" : "") + ")";

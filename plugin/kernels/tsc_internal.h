@@ -59,6 +59,8 @@ cudaError_t launch_tile_f16(int geom, int cfg, const TileParams& p, cudaStream_t
 cudaError_t tile_set_smem_limit_f32(int bytes);
 cudaError_t tile_set_smem_limit_f16(int bytes);
 cudaError_t launch_generic(bool fp16, bool nhwc, const GenericParams& p, cudaStream_t s);
+/* NCHW only: 4 consecutive output pixels per thread. */
+cudaError_t launch_generic_vec(bool fp16, const GenericParams& p, cudaStream_t s);
 
 /* Dynamic shared memory a tile launch needs (0 without split). */
 inline size_t tile_smem_bytes(int geom, int cfg, int nsplit) {
