@@ -133,26 +133,32 @@ def test_fuzz_other_seed_short(fuzzer):
 
 
 # ------------------------------------------------------------------ CPU driver
-@pytest.fixture(scope="session")
-def cpu_driver(sanitizer_ok, tmp_path_factory):
-    """(driver, plugin-with-CPU-stub) built with ASan/UBSan against TensorRT >= 10 headers."""
-    inc = _trt_include()
-    if inc is None:
-        pytest.skip("no TensorRT >= 10 headers under .trt/ (get them with ../shared/tools/trt-headers; "
-                    "they are never committed, so CI skips this)")
+V3_HEADER_SETS = ["10.3", "10.16", "11.1"]
+
+
+def _build_cpu_driver(cxx, version, d):
+    inc = os.path.join(ROOT, ".trt", version, "include")
+    if not os.path.isfile(os.path.join(inc, "NvInferRuntime.h")):
+        pytest.skip("no TensorRT {} headers under .trt/ (get them with ../shared/tools/trt-headers; "
+                    "they are never committed, so CI skips this)".format(version))
     cuda = _cuda_home()
     if cuda is None:
         pytest.skip("no CUDA toolkit headers (cuda_runtime_api.h), which TensorRT's headers include")
-    d = tmp_path_factory.mktemp("driver")
     flags = ["-std=c++14", "-g", "-O1", "-fPIC"] + SAN + WARN + [
         "-I" + PLUGIN, "-I" + CPP, "-isystem", inc, "-isystem", os.path.join(cuda, "include")]
     lib = str(d / "libtrt_sparse_plugin_stub.so")
-    _compile([sanitizer_ok] + flags + ["-shared", "-fvisibility=hidden"]
+    _compile([cxx] + flags + ["-shared", "-fvisibility=hidden"]
              + [os.path.join(PLUGIN, s) for s in CORE_SRCS]
              + [os.path.join(CPP, "tsc_cpu_stub.cpp"), "-Wl,--no-undefined", "-o", lib], "plugin + CPU stub")
     drv = str(d / "plugin_driver")
-    _compile([sanitizer_ok] + flags + [os.path.join(CPP, "plugin_driver.cpp"), "-ldl", "-o", drv], "plugin_driver")
+    _compile([cxx] + flags + [os.path.join(CPP, "plugin_driver.cpp"), "-ldl", "-o", drv], "plugin_driver")
     return drv, lib
+
+
+@pytest.fixture(scope="session", params=V3_HEADER_SETS)
+def cpu_driver(request, sanitizer_ok, tmp_path_factory):
+    """(driver, plugin-with-CPU-stub) built with ASan/UBSan against one TensorRT >= 10 header set."""
+    return _build_cpu_driver(sanitizer_ok, request.param, tmp_path_factory.mktemp("driver" + request.param))
 
 
 def test_driver_cpu_stub(cpu_driver):
