@@ -15,7 +15,12 @@ for v in 11.1 10.16 10.3; do
 done
 [[ -n $inc ]] || { echo "no TensorRT >= 10 headers under .trt/ (carry .trt/11.1)" | tee "$OUT/summary.txt"; exit 2; }
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '. ')
-cuda=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")
+cuda=""
+for c in "${CUDA_HOME:-}" "$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")" /usr/local/cuda /usr/local/cuda-*; do
+  [[ -n $c && -f $c/include/cuda_runtime_api.h ]] && { cuda=$c; break; }
+done
+[[ -n $cuda ]] || { echo "no CUDA toolkit found" | tee "$OUT/summary.txt"; exit 2; }
+[[ -n $arch ]] || { echo "no GPU (nvidia-smi)" | tee "$OUT/summary.txt"; exit 2; }
 {
   echo "date: $(date -u +%FT%TZ)"; echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)"
   nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
