@@ -38,3 +38,13 @@ def test_demo_temp_dir_is_removed(capsys):
     assert main(["demo", "--weights", "packed32"]) == 0
     out = capsys.readouterr().out
     assert "packed32 weight rounding" in out and "temporary files removed" in out
+
+
+def test_demo_without_onnxruntime_skips_verification(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    assert main(["demo", "--out-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "verification skipped: onnxruntime is not installed" in out and "converted 5 of 6" in out
+    assert (tmp_path / "demo.sparse.onnx").exists()
