@@ -31,11 +31,11 @@ from .reference import conv_output_size
 
 #: fitted coefficients per dtype: (sparse [s0..s3], dense [d0..d2]); see docs/PERFORMANCE.md
 COEFFS = {
-    "fp32": {"sparse": [2.2, 0.35, 0.1, 0.3], "dense": [2.3, 0.12, 0.1]},
-    "fp16": {"sparse": [2.3, 0.35, 0.1, 0.3], "dense": [2.0, 0.12, 0.1]},
+    "fp32": {"sparse": [0.6899, 0.5325, 0.0949, 0.2781], "dense": [-0.0365, 0.4689, -0.123]},
+    "fp16": {"sparse": [0.7343, 0.3425, 0.1844, 0.4619], "dense": [-0.6966, 0.499, -0.1916]},
 }
-#: source of COEFFS (results file the fit came from)
-FIT_SOURCE = "placeholder"
+#: source of COEFFS (results files the fit came from; 128 cases per dtype)
+FIT_SOURCE = "bench/results/h200_full.json + bench/results/h200_sweep.json (H200, cuDNN 9.19, torch 2.11)"
 #: assumed slowdown of the generic kernel vs the register-tile kernel (not measured by the sweep)
 GENERIC_PENALTY = 3.0
 

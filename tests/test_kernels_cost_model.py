@@ -1,0 +1,71 @@
+"""Cost model of the sparse kernels: shape of predictions and the fit procedure."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+from trt_sparse import cost_model
+from trt_sparse.errors import UnsupportedError
+
+LAYER = dict(C=64, K=64, R=3, S=3, H=56, W=56, stride_h=1, stride_w=1, pads=(1, 1, 1, 1),
+             dilation_h=1, dilation_w=1)
+
+
+def _nnz(layer, sparsity):
+    return int(round(layer["K"] * layer["C"] * layer["R"] * layer["S"] * (1 - sparsity)))
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+@pytest.mark.parametrize("batch", [1, 8])
+def test_speedup_grows_with_sparsity(dtype, batch):
+    vals = [cost_model.predict_speedup(LAYER, _nnz(LAYER, s), batch, dtype) for s in (0.5, 0.8, 0.9, 0.95, 0.99)]
+    assert all(math.isfinite(v) and v > 0 for v in vals)
+    assert all(b > a for a, b in zip(vals, vals[1:]))
+
+
+def test_measured_regime_is_reproduced():
+    """At 90% the H200 measurements lose to TF32 cuDNN on this layer; the model must say so (keep dense)."""
+    assert cost_model.predict_speedup(LAYER, _nnz(LAYER, 0.9), 1, "fp32") < 1.0
+    assert cost_model.predict_speedup(LAYER, _nnz(LAYER, 0.995), 1, "fp32") > 1.0
+
+
+def test_generic_geometry_is_penalized():
+    """Dilated (generic-kernel) geometry: same work, sparse time x GENERIC_PENALTY."""
+    dil = dict(LAYER, dilation_h=2, dilation_w=2, pads=(2, 2, 2, 2))
+    a, _ = cost_model.predict_times(dil, _nnz(dil, 0.95), 1, "fp32")
+    b, _ = cost_model.predict_times(LAYER, _nnz(LAYER, 0.95), 1, "fp32")
+    assert a == pytest.approx(b * cost_model.GENERIC_PENALTY, rel=1e-9)
+
+
+def test_bad_inputs():
+    with pytest.raises(UnsupportedError):
+        cost_model.predict_speedup(LAYER, 100, 1, "int8")
+    with pytest.raises(UnsupportedError):
+        cost_model.predict_speedup(dict(LAYER, H=1, W=1, pads=(0, 0, 0, 0)), 100, 1, "fp32")
+
+
+def test_fit_recovers_synthetic_coefficients(tmp_path):
+    """Times generated from known coefficients are fitted back (the fit really fits)."""
+    true = {"sparse": [0.5, 0.6, 0.1, 0.2], "dense": [0.3, 0.45, -0.1]}
+    rng = np.random.default_rng(1)
+    results = []
+    for _ in range(60):
+        c, k = int(rng.choice([32, 64, 128, 256])), int(rng.choice([32, 64, 256]))
+        h = int(rng.choice([7, 14, 28, 56]))
+        kern = int(rng.choice([1, 3]))
+        sp = float(rng.uniform(0.5, 0.99))
+        b = int(rng.choice([1, 8]))
+        lay = {"name": "x", "C": c, "K": k, "H": h, "W": h, "kernel": kern, "stride": 1, "pad": kern // 2,
+               "dilation": 1}
+        geo = cost_model._layer_of_result({"layer": lay})
+        nnz = max(1, int(c * k * kern * kern * (1 - sp)))
+        ts, td = cost_model.predict_times(geo, nnz, b, "fp32", coeffs={"fp32": true})
+        results.append({"layer": lay, "batch": b, "dtype": "fp32", "nnz": nnz, "sparsity": sp,
+                        "sparse_us": ts, "dense_us": {"tf32_best": td}})
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"results": results}))
+    coeffs, errors = cost_model.fit(json.loads(path.read_text())["results"])
+    assert np.allclose(coeffs["fp32"]["sparse"], true["sparse"], atol=1e-3)
+    assert np.allclose(coeffs["fp32"]["dense"], true["dense"], atol=1e-3)
+    assert errors["fp32"]["median_abs_log_err"] < 1e-3
