@@ -288,29 +288,14 @@ int default_lw(const tsc_plan* p, int cfg, int Q) {
     return std::min(5, ilog2_ceil((Q + ci.pw - 1) / ci.pw));
 }
 
-/* Heuristic variant: enough warps to cover the SMs' schedulers, enough work per warp. */
+/* Heuristic variant (without tsc_plan_tune), from the H200 sweep (docs/PERFORMANCE.md): below ~400K
+ * outputs the one-output-per-thread generic kernel wins on parallelism; above, the 4-pixels-per-thread
+ * generic kernel wins most cases (the register-tile kernel wins the rest and is reached by tuning). */
 Variant heuristic_variant(const tsc_plan* p, int N, int H, int W, int P, int Q) {
-    Variant v = {0, 0, 1, 0, 0};
-    if (p->geom < 0) return v;
-    /* measured on the H200 (docs/PERFORMANCE.md): below ~400K outputs the generic kernel's
-     * parallelism beats the register tiles' per-warp latency */
-    if ((long long)N * P * Q * p->d.K < 400000LL) return v;
-    v.kind = 1;
-    v.cfg = 0;
-    v.lw_log2 = default_lw(p, v.cfg, Q);
-    const tsc::TileCfgInfo ci = tsc::tile_cfg_info(p->geom, v.cfg);
-    const int lw = 1 << v.lw_log2, lh = 32 >> v.lw_log2;
-    const long long tiles = (long long)((Q + lw * ci.pw - 1) / (lw * ci.pw)) * ((P + lh * ci.ph - 1) / (lh * ci.ph)) * N;
-    const long long groups = (p->d.K + ci.kt - 1) / ci.kt;
-    const long long nz_per_group = std::max<long long>(1, p->nnz / std::max<long long>(1, groups));
-    const long long target = 8LL * p->sm_count; /* ~2 warps per scheduler */
-    int ns = 1;
-    while (ns < 8 && tiles * groups * ns < target && nz_per_group / (ns * 2) >= 16 &&
-           (long long)tsc::tile_smem_bytes(p->geom, v.cfg, ns * 2) <= p->smem_optin)
-        ns *= 2;
-    v.nsplit = ns;
     (void)H;
     (void)W;
+    Variant v = {0, 0, 1, 0, 0};
+    if (p->layout == TSC_NCHW && (long long)N * P * Q * p->d.K >= 400000LL) v.kind = 2;
     return v;
 }
 
