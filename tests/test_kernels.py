@@ -82,3 +82,60 @@ def test_plan_rejects_bad_geometry():
         tcuda.SparseConvPlan(sw, bias=np.zeros(3))
     with pytest.raises(TrtSparseError, match="dtype"):
         tcuda.SparseConvPlan(sw, dtype="int8")
+
+
+# -- bench-kernels command (no GPU needed for these parts) -------------------------------------
+from trt_sparse.commands import bench_kernels_cmd as bk  # noqa: E402
+
+
+def test_load_layers_errors(tmp_path):
+    with pytest.raises(TrtSparseError, match="no such file"):
+        bk.load_layers(str(tmp_path / "missing.json"))
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(TrtSparseError, match="not valid JSON"):
+        bk.load_layers(str(bad))
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"layers": []}')
+    with pytest.raises(TrtSparseError, match="non-empty 'layers'"):
+        bk.load_layers(str(empty))
+    neg = tmp_path / "neg.json"
+    neg.write_text('{"layers": [{"name": "a", "C": 0, "K": 1, "H": 4, "W": 4, "kernel": 3}]}')
+    with pytest.raises(TrtSparseError, match="non-positive"):
+        bk.load_layers(str(neg))
+
+
+def test_load_public_layers():
+    import os
+    layers = bk.load_layers(os.path.join(os.path.dirname(__file__), "..", "bench", "layers.json"))
+    assert len(layers) == 23 and all(l["kernel"] in (1, 3) for l in layers)
+
+
+def test_summary_geomeans():
+    def res(name, k, st, sp_us, tf32, notf, sparsity=0.9):
+        return {"layer": {"name": name, "kernel": k, "stride": st}, "batch": 1, "sparsity": sparsity,
+                "dtype": "fp32", "sparse_us": sp_us, "floor_us": 1.0, "roofline_fraction": 1.0 / sp_us,
+                "rel_err": 1e-7, "speedup": {"tf32_best": tf32 / sp_us, "fp32_notf32": notf / sp_us}}
+    rs = [res("a", 3, 1, 2.0, 8.0, 16.0), res("b", 3, 1, 4.0, 4.0, 16.0), res("c", 1, 1, 1.0, 1.0, 1.0)]
+    s = bk.summarize(rs)
+    sub = s["fp32|b1|s0.9|3x3s1"]
+    assert sub["layers"] == 2
+    assert sub["geomean_vs_tf32_best"] == pytest.approx(2.0)  # sqrt(4 * 1)
+    assert sub["min_vs_tf32_best"] == pytest.approx(1.0)
+    assert s["fp32|b1|s0.9|all"]["layers"] == 3
+    assert "fp32|b1|s0.9|3x3s1" in bk.format_summary(s)
+    assert bk.geomean([]) is None
+
+
+def test_bench_cli_without_gpu_is_a_clean_error(tmp_path, capsys):
+    pytest.importorskip("torch")
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: the no-GPU error path does not apply")
+    from trt_sparse.cli import main
+    import os
+    layers = os.path.join(os.path.dirname(__file__), "..", "bench", "layers.json")
+    rc = main(["bench-kernels", "--layers", layers, "--json", str(tmp_path / "o.json")])
+    assert rc == 2
+    assert "CUDA GPU" in capsys.readouterr().err
+    assert not (tmp_path / "o.json").exists()
