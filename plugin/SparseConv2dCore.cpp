@@ -870,8 +870,19 @@ bool parseFields(FieldView const* fields, int32_t nbFields, ConvSpec& out, std::
     return true;
 }
 
-std::vector<FieldView> specToFields(ConvSpec const& s)
+std::vector<FieldView> specToFields(ConvSpec const& s, FieldScratch& x)
 {
+    int32_t const shape[4] = {s.K, s.C, s.R, s.S};
+    int32_t const pads[4] = {s.pad_top, s.pad_left, s.pad_bottom, s.pad_right};
+    for (int i = 0; i < 4; ++i)
+    {
+        x.weight_shape[i] = shape[i];
+        x.pads[i] = pads[i];
+    }
+    x.strides[0] = s.stride_h;
+    x.strides[1] = s.stride_w;
+    x.dilations[0] = s.dilation_h;
+    x.dilations[1] = s.dilation_w;
     // Pointers into s (scalars are members; arrays are vectors). A zero-length array
     // points at a static dummy so that no field has a null data pointer.
     static int32_t const kEmpty[1] = {0};
@@ -881,10 +892,10 @@ std::vector<FieldView> specToFields(ConvSpec const& s)
     };
     std::vector<FieldView> f;
     f.push_back(FieldView{kFFormatVersion, &s.format_version, static_cast<int32_t>(FieldType::kINT32), 1});
-    f.push_back(FieldView{kFWeightShape, &s.K, static_cast<int32_t>(FieldType::kINT32), 4});
-    f.push_back(FieldView{kFStrides, &s.stride_h, static_cast<int32_t>(FieldType::kINT32), 2});
-    f.push_back(FieldView{kFPads, &s.pad_top, static_cast<int32_t>(FieldType::kINT32), 4});
-    f.push_back(FieldView{kFDilations, &s.dilation_h, static_cast<int32_t>(FieldType::kINT32), 2});
+    f.push_back(FieldView{kFWeightShape, x.weight_shape, static_cast<int32_t>(FieldType::kINT32), 4});
+    f.push_back(FieldView{kFStrides, x.strides, static_cast<int32_t>(FieldType::kINT32), 2});
+    f.push_back(FieldView{kFPads, x.pads, static_cast<int32_t>(FieldType::kINT32), 4});
+    f.push_back(FieldView{kFDilations, x.dilations, static_cast<int32_t>(FieldType::kINT32), 2});
     f.push_back(FieldView{kFActivation, &s.activation, static_cast<int32_t>(FieldType::kINT32), 1});
     f.push_back(FieldView{kFClipMin, &s.clip_min, static_cast<int32_t>(FieldType::kFLOAT32), 1});
     f.push_back(FieldView{kFClipMax, &s.clip_max, static_cast<int32_t>(FieldType::kFLOAT32), 1});

@@ -104,9 +104,18 @@ bool parseFields(FieldView const* fields, int32_t nbFields, ConvSpec& spec, std:
 // Check every invariant of docs/FORMAT.md; err names the broken field.
 bool validateSpec(ConvSpec const& spec, std::string& err);
 
-// Field views (pointing into spec) for IPluginV3OneRuntime::getFieldsToSerialize;
+// Fixed-length int fields gathered into arrays for specToFields (kept alive by the caller).
+struct FieldScratch
+{
+    int32_t weight_shape[4];
+    int32_t strides[2];
+    int32_t pads[4];
+    int32_t dilations[2];
+};
+
+// Field views (pointing into spec and scratch) for IPluginV3OneRuntime::getFieldsToSerialize;
 // the same set and types parseFields reads (strings are not included).
-std::vector<FieldView> specToFields(ConvSpec const& spec);
+std::vector<FieldView> specToFields(ConvSpec const& spec, FieldScratch& scratch);
 
 // ---- V2 binary blob: magic, version, dtype tag, geometry, arrays, FNV-1a checksum ----
 size_t serializedSize(ConvSpec const& spec);

@@ -271,7 +271,7 @@ IPluginV3* SparseConv2dPluginV3::attachToContext(IPluginResourceContext* /*conte
 PluginFieldCollection const* SparseConv2dPluginV3::getFieldsToSerialize() noexcept
 {
     return guarded<PluginFieldCollection const*>("getFieldsToSerialize", nullptr, [&]() -> PluginFieldCollection const* {
-        mSerialFields = toPluginFields(specToFields(*mSpec)); // views into *mSpec, which this object keeps alive
+        mSerialFields = toPluginFields(specToFields(*mSpec, mSerialScratch)); // views into members of this object
         mSerialFc.nbFields = static_cast<int32_t>(mSerialFields.size());
         mSerialFc.fields = mSerialFields.data();
         return &mSerialFc;

@@ -71,6 +71,7 @@ private:
     std::string mNamespace;
     std::shared_ptr<ConvSpec const> mSpec;
     mutable SparseConvState mState; // getWorkspaceSize is const but may create the plan
+    FieldScratch mSerialScratch{};
     std::vector<nvinfer1::PluginField> mSerialFields;
     nvinfer1::PluginFieldCollection mSerialFc{};
 };

@@ -168,7 +168,8 @@ struct OwnedFields
 OwnedFields fieldsOf(ConvSpec const& s)
 {
     OwnedFields f;
-    for (FieldView const& v : specToFields(s))
+    FieldScratch scratch;
+    for (FieldView const& v : specToFields(s, scratch))
         f.add(v.name, v.type, v.data, v.length);
     if (rnd(2))
         f.add("plugin_version", static_cast<int32_t>(FieldType::kCHAR), "1", rnd(2) ? 2 : 1);
