@@ -125,3 +125,43 @@ def test_stream_and_cupy_pointers():
         plan.enqueue(int(x.data_ptr()), int(y.data_ptr()), input_shape=(1, 16, 12, 12))
     s.synchronize()
     assert _rel_err(y.cpu().numpy(), ref) < 1e-5
+
+
+def test_smem_variants_offered():
+    """The shared-memory kernel is a candidate for NCHW plans of any geometry (3x3, 5x5, stride 3, dilation)."""
+    rng = np.random.default_rng(secrets.randbits(32))
+    for R, st, dl in ((3, 1, 1), (5, 1, 1), (3, 3, 1), (3, 1, 2), (1, 2, 1)):
+        sw = random_sparse_weight(rng, 16, 8, R, R, 0.9)
+        plan = tcuda.SparseConvPlan(sw, None, (st, st), (1, 1, 1, 1), (dl, dl))
+        names = plan.variants(1, 20, 24)
+        assert any(n.startswith("smem(") for n in names), (R, st, dl, names)
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+@pytest.mark.parametrize("aligned", [True, False], ids=["aligned", "unaligned"])
+def test_smem_multichunk_and_unaligned_input(dtype, aligned):
+    """Many input-channel chunks (double buffer), W % 4 == 0 with an aligned input (vector copies) and
+    with an input offset by one element (scalar copies); every variant against the reference."""
+    from kernel_cases import case
+    c = case("multichunk", N=2, C=150, K=40, H=18, W=20, sparsity=0.9, activation=1)
+    seed = secrets.randbits(32)
+    rng = np.random.default_rng(seed)
+    sw = random_sparse_weight(rng, c.K, c.C, 3, 3, c.sparsity)
+    bias = rng.standard_normal(c.K).astype(np.float32)
+    tdt = torch.float16 if dtype == "fp16" else torch.float32
+    n_el = c.N * c.C * c.H * c.W
+    store = torch.from_numpy(rng.standard_normal(n_el + 1).astype(np.float32)).to("cuda", tdt)
+    xt = (store[:n_el] if aligned else store[1:]).view(c.N, c.C, c.H, c.W)
+    ref = reference.sparse_conv2d(xt.float().cpu().numpy().astype(np.float64), sw, bias, c.strides, c.pads,
+                                  c.dilations, c.activation)
+    plan = tcuda.SparseConvPlan(sw, bias, c.strides, c.pads, c.dilations, c.activation, 0.0, 6.0, dtype)
+    y = torch.empty(plan.output_shape(tuple(xt.shape)), device="cuda", dtype=tdt)
+    names = plan.variants(c.N, c.H, c.W)
+    errs = {}
+    for i, name in enumerate(names):
+        y.fill_(float("nan"))
+        plan.enqueue_variant(i, xt, y)
+        torch.cuda.synchronize()
+        errs[name] = _rel_err(y.float().cpu().numpy(), ref)
+    bad = {k: v for k, v in errs.items() if not v < TOL[dtype]}
+    assert not bad, "seed {} dtype {} aligned {}: {}".format(seed, dtype, aligned, bad)

@@ -39,7 +39,7 @@ tsc_status cuda_fail(cudaError_t e, const char* what) {
 
 /* A kernel variant: generic, or a tile config with its split and lane shape. */
 struct Variant {
-    int kind;   /* 0 generic, 1 tile, 2 generic with 4 pixels per thread (NCHW) */
+    int kind;   /* 0 generic, 1 tile, 2 generic with 4 pixels per thread (NCHW), 3 smem (cfg = kSmemCfgs index) */
     int cfg;
     int nsplit;
     int lw_log2;
@@ -52,6 +52,25 @@ struct TileLayout {
     int2* entries = nullptr; /* nnz + 1 (sentinel) */
     int* goff = nullptr;     /* groups + 1 */
     int* perm = nullptr;     /* groups * kt */
+};
+
+/* Shared-memory kernel configs: tile (tsc::smem_tile_info), output channels per warp slot, warps per slot. */
+struct SmemCfg { int tile, kw, ns; };
+const SmemCfg kSmemCfgs[] = {{0, 4, 1}, {0, 2, 1}, {0, 1, 1}, {1, 2, 1}, {1, 1, 1}, {1, 1, 4},
+                             {2, 2, 1}, {2, 1, 2}, {2, 1, 8}};
+const int kSmemCfgCount = (int)(sizeof(kSmemCfgs) / sizeof(kSmemCfgs[0]));
+const int kSmemBudget = 48 * 1024; /* staging double buffer per block (no opt-in needed) */
+const int kSmemMaxCC = 64;
+
+struct SmemLayout {
+    bool ok = false;
+    int lead = 0, in_h = 0, pitch = 0, cstride = 0, cc = 0, groups = 0;
+    size_t smem = 0;
+    int2* entries = nullptr;
+    int* seg = nullptr;
+    int* gch_off = nullptr;
+    int* chunk_ids = nullptr;
+    int* perm = nullptr;
 };
 
 struct Tuned {
@@ -71,6 +90,7 @@ struct tsc_plan {
     int* growoff = nullptr;
     float* bias = nullptr;
     TileLayout lay[3]; /* kt = 8, 16, 32 */
+    SmemLayout slay[16]; /* per kSmemCfgs entry (NCHW plans) */
     int smem_optin = 48 * 1024;
     int sm_count = 1;
     mutable std::mutex mu;
@@ -216,6 +236,141 @@ tsc_status build_tile_layout(tsc_plan* p, const tsc_weights* w, int kt, TileLayo
     return TSC_OK;
 }
 
+/* Shared-memory kernel layout for config `ci`: staged-chunk geometry, output channels dealt to warp
+ * slots (sorted by nnz, snake order), and per (group, non-empty chunk, warp, channel of the slot) lists
+ * of (value, byte offset in the staged chunk); a slot's lists are split evenly over its ns warps. */
+tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayout* out) {
+    const tsc_conv_desc& d = p->d;
+    const SmemCfg cfg = kSmemCfgs[ci];
+    const int es = p->dtype == TSC_FLOAT16 ? 2 : 4;
+    const int TH = tsc::smem_tile_h(cfg.tile), TW = tsc::smem_tile_w(cfg.tile);
+    const long long in_h = (long long)(TH - 1) * d.stride_h + (long long)(d.R - 1) * d.dilation_h + 1;
+    const long long in_w = (long long)(TW - 1) * d.stride_w + (long long)(d.S - 1) * d.dilation_w + 1;
+    const int lead = ((-d.pad_left) % 4 + 4) % 4;
+    const long long pitch = (lead + in_w + 3) / 4 * 4;
+    const long long cstride = in_h * pitch;
+    if (cstride * es * 2 > kSmemBudget) return TSC_OK; /* not available for this geometry */
+    const int cc = (int)std::min<long long>(std::min(d.C, kSmemMaxCC), kSmemBudget / (2 * cstride * es));
+    if (cc < 1) return TSC_OK;
+    const int slots = 8 / cfg.ns, cpb = slots * cfg.kw;
+    const int K = d.K, RS = d.R * d.S;
+    const int G = (K + cpb - 1) / cpb;
+    if (G > 65535) return TSC_OK;
+    const int nch = (d.C + cc - 1) / cc;
+    /* output channels: sorted by nnz, snake-dealt to the G * slots warp slots (kw channels each) */
+    std::vector<int> order(K);
+    for (int k = 0; k < K; ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        return (w->row_offsets[a + 1] - w->row_offsets[a]) > (w->row_offsets[b + 1] - w->row_offsets[b]);
+    });
+    const int U = G * slots;
+    std::vector<int> perm((size_t)G * cpb, -1);
+    std::vector<int> fill(U, 0);
+    for (int i = 0; i < K; ++i) {
+        const int round = i / U, pos = i % U;
+        const int u = (round & 1) ? (U - 1 - pos) : pos;
+        perm[(size_t)u * cfg.kw + fill[u]++] = order[i];
+    }
+    std::vector<int2> entries;
+    entries.reserve((size_t)p->nnz);
+    std::vector<int> seg, gch_off(1, 0), chunk_ids;
+    /* per group: lists[(chunk * slots + slot) * kw + kl] */
+    std::vector<std::vector<std::pair<int, int> > > lists((size_t)nch * slots * cfg.kw);
+    for (int g = 0; g < G; ++g) {
+        for (size_t i = 0; i < lists.size(); ++i) lists[i].clear();
+        for (int slot = 0; slot < slots; ++slot)
+            for (int kl = 0; kl < cfg.kw; ++kl) {
+                const int k = perm[(size_t)g * cpb + slot * cfg.kw + kl];
+                if (k < 0) continue;
+                for (int i = w->row_offsets[k]; i < w->row_offsets[k + 1]; ++i) {
+                    const int idx = w->indices[i];
+                    const int c = idx / RS, r = (idx % RS) / d.S, sc = idx % d.S;
+                    const int ch = c / cc, cl = c % cc;
+                    const long long off = ((long long)cl * cstride + (long long)r * d.dilation_h * pitch +
+                                           (long long)sc * d.dilation_w) * es;
+                    int vbits;
+                    std::memcpy(&vbits, &w->values[i], 4);
+                    lists[((size_t)ch * slots + slot) * cfg.kw + kl].push_back(std::make_pair((int)off, vbits));
+                }
+            }
+        for (int ch = 0; ch < nch; ++ch) {
+            bool any = false;
+            for (int q = 0; q < slots * cfg.kw && !any; ++q) any = !lists[(size_t)ch * slots * cfg.kw + q].empty();
+            if (!any) continue;
+            chunk_ids.push_back(ch);
+            for (int wp = 0; wp < 8; ++wp) {
+                const int slot = wp / cfg.ns, sp = wp % cfg.ns;
+                for (int kl = 0; kl < cfg.kw; ++kl) {
+                    std::vector<std::pair<int, int> >& L = lists[((size_t)ch * slots + slot) * cfg.kw + kl];
+                    std::sort(L.begin(), L.end());
+                    const size_t b = L.size() * sp / cfg.ns, e = L.size() * (sp + 1) / cfg.ns;
+                    seg.push_back((int)entries.size());
+                    for (size_t t = b; t < e; ++t) {
+                        int2 en;
+                        en.x = L[t].second;
+                        en.y = L[t].first;
+                        entries.push_back(en);
+                    }
+                }
+            }
+        }
+        gch_off.push_back((int)chunk_ids.size());
+    }
+    seg.push_back((int)entries.size());
+    const tsc::SmemTileInfo ti = tsc::smem_tile_info(cfg.tile);
+    const size_t red = cfg.ns > 1 ? (size_t)8 * cfg.kw * ti.pxh * ti.pxw * 32 * sizeof(float) : 0;
+    out->lead = lead;
+    out->in_h = (int)in_h;
+    out->pitch = (int)pitch;
+    out->cstride = (int)cstride;
+    out->cc = cc;
+    out->groups = G;
+    out->smem = std::max<size_t>((size_t)2 * cc * cstride * es, red);
+    tsc_status st;
+    if ((st = upload(&out->entries, entries.data(), entries.size())) != TSC_OK) return st;
+    if ((st = upload(&out->seg, seg.data(), seg.size())) != TSC_OK) return st;
+    if ((st = upload(&out->gch_off, gch_off.data(), gch_off.size())) != TSC_OK) return st;
+    if ((st = upload(&out->chunk_ids, chunk_ids.data(), chunk_ids.size())) != TSC_OK) return st;
+    if ((st = upload(&out->perm, perm.data(), perm.size())) != TSC_OK) return st;
+    out->ok = out->smem <= (size_t)kSmemBudget;
+    return TSC_OK;
+}
+
+/* Launch parameters of a smem variant; false if it cannot run this shape. */
+bool smem_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P, int Q, const void* x, void* y,
+                 tsc::SmemParams* sp) {
+    if (p->layout != TSC_NCHW || v.cfg < 0 || v.cfg >= kSmemCfgCount) return false;
+    const SmemLayout& L = p->slay[v.cfg];
+    if (!L.ok) return false;
+    const SmemCfg cfg = kSmemCfgs[v.cfg];
+    const int TH = tsc::smem_tile_h(cfg.tile), TW = tsc::smem_tile_w(cfg.tile);
+    const long long tiles = (long long)((P + TH - 1) / TH) * ((Q + TW - 1) / TW);
+    if (tiles >= (1LL << 31) || (long long)H * W >= (1LL << 31) || (long long)P * Q >= (1LL << 31)) return false;
+    const int es = p->dtype == TSC_FLOAT16 ? 2 : 4;
+    sp->x = x;
+    sp->y = y;
+    sp->entries = L.entries;
+    sp->seg = L.seg;
+    sp->gch_off = L.gch_off;
+    sp->chunk_ids = L.chunk_ids;
+    sp->perm = L.perm;
+    sp->bias = p->bias;
+    sp->N = N; sp->C = p->d.C; sp->H = H; sp->W = W; sp->K = p->d.K; sp->P = P; sp->Q = Q;
+    sp->sh = p->d.stride_h; sp->sw = p->d.stride_w;
+    sp->pad_top = p->d.pad_top; sp->pad_left = p->d.pad_left;
+    sp->lead = L.lead;
+    sp->in_h = L.in_h; sp->pitch = L.pitch; sp->cstride = L.cstride; sp->cc = L.cc;
+    sp->tiles_h = (P + TH - 1) / TH;
+    sp->tiles_w = (Q + TW - 1) / TW;
+    sp->groups = L.groups;
+    sp->ns = cfg.ns;
+    sp->vec = ((W % 4) == 0 && (reinterpret_cast<uintptr_t>(x) % (uintptr_t)(4 * es)) == 0) ? 1 : 0;
+    sp->act = p->d.activation;
+    sp->clip_min = p->d.clip_min;
+    sp->clip_max = p->d.clip_max;
+    return true;
+}
+
 void free_plan(tsc_plan* p) {
     if (!p) return;
     cudaFree(p->gentries);
@@ -225,6 +380,13 @@ void free_plan(tsc_plan* p) {
         cudaFree(p->lay[i].entries);
         cudaFree(p->lay[i].goff);
         cudaFree(p->lay[i].perm);
+    }
+    for (int i = 0; i < 16; ++i) {
+        cudaFree(p->slay[i].entries);
+        cudaFree(p->slay[i].seg);
+        cudaFree(p->slay[i].gch_off);
+        cudaFree(p->slay[i].chunk_ids);
+        cudaFree(p->slay[i].perm);
     }
     delete p;
 }
@@ -302,7 +464,15 @@ Variant heuristic_variant(const tsc_plan* p, int N, int H, int W, int P, int Q) 
 tsc_status launch_variant(const tsc_plan* p, const Variant& v, int N, int H, int W, int P, int Q, const void* x, void* y,
                           cudaStream_t s) {
     cudaError_t e;
-    if (v.kind == 1) {
+    if (v.kind == 3) {
+        tsc::SmemParams sp;
+        if (!smem_params(p, v, N, H, W, P, Q, x, y, &sp))
+            return fail(TSC_ERR_UNSUPPORTED, "smem variant cannot run this shape");
+        const SmemCfg cfg = kSmemCfgs[v.cfg];
+        const size_t smem = p->slay[v.cfg].smem;
+        e = p->dtype == TSC_FLOAT16 ? tsc::launch_smem_f16(cfg.tile, cfg.kw, sp, smem, s)
+                                    : tsc::launch_smem_f32(cfg.tile, cfg.kw, sp, smem, s);
+    } else if (v.kind == 1) {
         tsc::TileParams tp;
         if (!tile_params(p, v, N, H, W, P, Q, x, y, &tp))
             return fail(TSC_ERR_UNSUPPORTED, "tile variant cannot run this shape");
@@ -352,6 +522,12 @@ std::vector<Variant> candidates(const tsc_plan* plan, int N, int H, int W, int P
         Variant gv = {2, 0, 1, 0, 0};
         cands.push_back(gv);
     }
+    if (plan->layout == TSC_NCHW)
+        for (int c = 0; c < kSmemCfgCount; ++c) {
+            Variant v = {3, c, 1, 0, 0};
+            tsc::SmemParams sp;
+            if (smem_params(plan, v, N, H, W, P, Q, x, y, &sp)) cands.push_back(v);
+        }
     if (plan->geom >= 0) {
         /* the list depends on the shape only (indices stay stable); an unaligned input runs the vec
          * variants on the scalar path */
@@ -374,6 +550,11 @@ std::vector<Variant> candidates(const tsc_plan* plan, int N, int H, int W, int P
 std::string variant_name(const tsc_plan* plan, const Variant& v) {
     if (v.kind == 0) return "generic";
     if (v.kind == 2) return "generic4";
+    if (v.kind == 3) {
+        const SmemCfg c = kSmemCfgs[v.cfg];
+        return "smem(tile=" + std::to_string(tsc::smem_tile_h(c.tile)) + "x" + std::to_string(tsc::smem_tile_w(c.tile)) +
+               ",kw=" + std::to_string(c.kw) + ",split=" + std::to_string(c.ns) + ")";
+    }
     const tsc::TileCfgInfo ci = tsc::tile_cfg_info(plan->geom, v.cfg);
     return "tile(kt=" + std::to_string(ci.kt) + ",px=" + std::to_string(ci.ph) + "x" + std::to_string(ci.pw) +
            ",split=" + std::to_string(v.nsplit) + ",lw=" + std::to_string(1 << v.lw_log2) + (v.vec ? ",vec" : "") + ")";
@@ -464,6 +645,12 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         free_plan(p);
         return st;
     }
+    if (layout == TSC_NCHW)
+        for (int c = 0; c < kSmemCfgCount; ++c)
+            if ((st = build_smem_layout(p, weights, c, &p->slay[c])) != TSC_OK) {
+                free_plan(p);
+                return st;
+            }
     p->geom = tile_geom_of(desc, layout);
     if (p->geom >= 0) {
         bool need[3] = {false, false, false};

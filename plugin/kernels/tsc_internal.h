@@ -62,6 +62,39 @@ cudaError_t launch_generic(bool fp16, bool nhwc, const GenericParams& p, cudaStr
 /* NCHW only: 4 consecutive output pixels per thread. */
 cudaError_t launch_generic_vec(bool fp16, const GenericParams& p, cudaStream_t s);
 
+
+/* Shared-memory kernel (smem_kernel.cuh): tiles (lanes along the width LW, pixels per lane PXH x PXW). */
+static const int SMEM_TILES = 3;
+struct SmemTileInfo { int lw, pxh, pxw; };
+inline SmemTileInfo smem_tile_info(int tile) {
+    static const SmemTileInfo t[SMEM_TILES] = {{16, 4, 2}, {8, 4, 2}, {8, 2, 1}};
+    return t[tile];
+}
+inline int smem_tile_h(int tile) { SmemTileInfo t = smem_tile_info(tile); return (32 / t.lw) * t.pxh; }
+inline int smem_tile_w(int tile) { SmemTileInfo t = smem_tile_info(tile); return t.lw * t.pxw; }
+
+struct SmemParams {
+    const void* x;
+    void* y;
+    const int2* entries;    /* (value bits, byte offset in the staged chunk) lists */
+    const int* seg;         /* per (listed chunk, warp, channel of the warp): list begin; one more at the end */
+    const int* gch_off;     /* groups + 1: CSR of the group's non-empty chunks into chunk_ids */
+    const int* chunk_ids;   /* chunk index (input channels chunk*cc ..) */
+    const int* perm;        /* groups * channels per block: output channel, or -1 */
+    const float* bias;      /* K */
+    int N, C, H, W, K, P, Q;
+    int sh, sw, pad_top, pad_left;
+    int lead;               /* extra staged columns on the left so that vector copies are aligned */
+    int in_h, pitch, cstride, cc; /* staged rows, row pitch, channel stride (elements), channels per chunk */
+    int tiles_h, tiles_w, groups;
+    int ns;                 /* warps splitting one slot's nonzeros (1, 2, 4, 8) */
+    int vec;                /* 1: 4-element vector copies (W % 4 == 0, aligned input) */
+    int act;
+    float clip_min, clip_max;
+};
+cudaError_t launch_smem_f32(int tile, int kw, const SmemParams& p, size_t smem, cudaStream_t s);
+cudaError_t launch_smem_f16(int tile, int kw, const SmemParams& p, size_t smem, cudaStream_t s);
+
 /* Dynamic shared memory a tile launch needs (0 without split). */
 inline size_t tile_smem_bytes(int geom, int cfg, int nsplit) {
     if (nsplit <= 1) return 0;

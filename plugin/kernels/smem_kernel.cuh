@@ -1,0 +1,259 @@
+/*
+ * Shared-memory sparse direct convolution (NCHW, any R x S, stride, dilation, pads).
+ *
+ * A block of 256 threads (8 warps) owns one image, an output tile TH x TW and a
+ * group of output channels. The input is staged one chunk of CC input channels at
+ * a time into shared memory, ZERO-PADDED (tile + halo), double-buffered with
+ * cp.async (16-byte copies for fp32 / 8-byte for fp16 where the rows are aligned,
+ * 4-byte copies or plain loads otherwise; plain loads below sm_80), one
+ * __syncthreads per chunk. Nonzeros were re-laid out at plan creation per
+ * (group, chunk, warp, channel of the warp) as (fp32 value, byte offset in the
+ * staged chunk) lists: a warp walks its lists with warp-uniform loads and each
+ * lane does, per nonzero, PXH address adds and PXH*PXW (LDS + FFMA) -- no decode,
+ * no masks, no bounds checks. Lanes form a LW x (32/LW) grid; lane pixel (jr, jc)
+ * is at tile position (lane_row + jr*LH, lane_col + jc*LW), so consecutive lanes
+ * read consecutive shared-memory words. Warps = slots x NS: with NS > 1 the NS
+ * warps of a slot split its channels' nonzeros and reduce their partial sums in
+ * shared memory (one launch, no atomics, no zeroing). Accumulation is fp32 for
+ * fp32 and fp16 I/O (fp16 inputs staged as half, converted at use).
+ */
+#ifndef TRT_SPARSE_SMEM_KERNEL_CUH
+#define TRT_SPARSE_SMEM_KERNEL_CUH
+
+#include <cuda_fp16.h>
+#include "tsc_internal.h"
+
+namespace tsc {
+namespace smem_detail {
+
+__device__ __forceinline__ float to_f(float v) { return v; }
+__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+__device__ __forceinline__ void st_out(float* p, float v) { *p = v; }
+__device__ __forceinline__ void st_out(__half* p, float v) { *p = __float2half_rn(v); }
+
+__device__ __forceinline__ float act_f(float v, int act, float lo, float hi) {
+    if (act == 1) return fmaxf(v, 0.0f);
+    if (act == 2) return fminf(fmaxf(v, lo), hi);
+    return v;
+}
+
+/* Vector copy of 4 elements (16 bytes fp32, 8 bytes fp16), asynchronous on sm_80+. */
+__device__ __forceinline__ void cp_vec(float* dst, const float* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src));
+#else
+    *reinterpret_cast<float4*>(dst) = __ldg(reinterpret_cast<const float4*>(src));
+#endif
+}
+__device__ __forceinline__ void cp_vec(__half* dst, const __half* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(src));
+#else
+    *reinterpret_cast<uint2*>(dst) = __ldg(reinterpret_cast<const uint2*>(src));
+#endif
+}
+__device__ __forceinline__ void zero_vec(float* dst) { *reinterpret_cast<float4*>(dst) = make_float4(0.f, 0.f, 0.f, 0.f); }
+__device__ __forceinline__ void zero_vec(__half* dst) { *reinterpret_cast<uint2*>(dst) = make_uint2(0u, 0u); }
+
+/* Scalar copy of one element. */
+__device__ __forceinline__ void cp_one(float* dst, const float* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(src));
+#else
+    *dst = __ldg(src);
+#endif
+}
+__device__ __forceinline__ void cp_one(__half* dst, const __half* src) { *dst = __ldg(src); }
+
+__device__ __forceinline__ void cp_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+__device__ __forceinline__ void cp_wait_all() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group 0;\n" ::);
+#endif
+}
+
+/* Stage input channels [c0, c0 + cc) of the block's tile (+ halo) into buf, zero outside the image. */
+template <typename T>
+__device__ __forceinline__ void stage(const SmemParams& p, const T* __restrict__ xn, T* buf, int c0, int iy0, int ix0) {
+    const int cc = min(p.cc, p.C - c0);
+    const int tid = threadIdx.x;
+    if (p.vec) {
+        const int nv = p.pitch >> 2;
+        const int rows = cc * p.in_h;
+        const int total = rows * nv;
+        for (int i = tid; i < total; i += 256) {
+            const int row = i / nv, v = i - row * nv;
+            const int c = row / p.in_h, r = row - c * p.in_h;
+            const int gy = iy0 + r, gx = ix0 + 4 * v;
+            T* dst = buf + c * p.cstride + r * p.pitch + 4 * v;
+            if ((unsigned)gy < (unsigned)p.H && gx >= 0 && gx + 4 <= p.W)
+                cp_vec(dst, xn + ((long long)(c0 + c) * p.H + gy) * p.W + gx);
+            else
+                zero_vec(dst);
+        }
+    } else {
+        const int rows = cc * p.in_h;
+        const int total = rows * p.pitch;
+        for (int i = tid; i < total; i += 256) {
+            const int row = i / p.pitch, col = i - row * p.pitch;
+            const int c = row / p.in_h, r = row - c * p.in_h;
+            const int gy = iy0 + r, gx = ix0 + col;
+            T* dst = buf + c * p.cstride + r * p.pitch + col;
+            if ((unsigned)gy < (unsigned)p.H && (unsigned)gx < (unsigned)p.W)
+                cp_one(dst, xn + ((long long)(c0 + c) * p.H + gy) * p.W + gx);
+            else
+                *dst = T(0.0f);
+        }
+    }
+}
+
+}  // namespace smem_detail
+
+/* LW lanes along the width, PXH x PXW pixels per lane, KW output channels per warp slot,
+ * SW compile-time horizontal stride (0: runtime p.sw). */
+template <typename T, int LW, int PXH, int PXW, int KW, int SW>
+__global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
+    using namespace smem_detail;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    constexpr int LH = 32 / LW;
+    constexpr int TH = LH * PXH, TW = LW * PXW;
+    constexpr int PX = PXH * PXW;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int lr = lane / LW, lc = lane % LW;
+    const int g = blockIdx.y;
+    const int tile = blockIdx.x;
+    const int t_y = tile / p.tiles_w, t_x = tile - t_y * p.tiles_w;
+    const int oy0 = t_y * TH, ox0 = t_x * TW;
+    const int iy0 = oy0 * p.sh - p.pad_top;
+    const int ix0 = ox0 * p.sw - p.pad_left - p.lead;
+    const int sw = SW ? SW : p.sw;
+    int rb[PXH]; /* lane's byte offset of pixel row jr in a staged chunk */
+#pragma unroll
+    for (int jr = 0; jr < PXH; ++jr)
+        rb[jr] = (((lr + jr * LH) * p.sh) * p.pitch + lc * sw + p.lead) * (int)sizeof(T);
+    const int cs0 = __ldg(p.gch_off + g), cs1 = __ldg(p.gch_off + g + 1);
+    const int buf_elems = p.cc * p.cstride;
+    T* const sbuf = reinterpret_cast<T*>(smem_raw);
+    const int ns = p.ns;
+    const int cpb = (8 / ns) * KW;
+    const T* __restrict__ x = reinterpret_cast<const T*>(p.x);
+    T* __restrict__ y = reinterpret_cast<T*>(p.y);
+
+    for (int n = blockIdx.z; n < p.N; n += gridDim.z) {
+        const T* xn = x + (long long)n * p.C * p.H * p.W;
+        float acc[KW][PX];
+#pragma unroll
+        for (int kl = 0; kl < KW; ++kl)
+#pragma unroll
+            for (int j = 0; j < PX; ++j) acc[kl][j] = 0.0f;
+
+        if (cs0 < cs1) stage<T>(p, xn, sbuf, __ldg(p.chunk_ids + cs0) * p.cc, iy0, ix0);
+        cp_commit();
+        for (int i = cs0; i < cs1; ++i) {
+            cp_wait_all();
+            __syncthreads();
+            const int b = (i - cs0) & 1;
+            if (i + 1 < cs1) {
+                stage<T>(p, xn, sbuf + (b ^ 1) * buf_elems, __ldg(p.chunk_ids + i + 1) * p.cc, iy0, ix0);
+                cp_commit();
+            }
+            const unsigned char* sb = reinterpret_cast<const unsigned char*>(sbuf + b * buf_elems);
+            const int* seg = p.seg + ((long long)i * 8 + warp) * KW;
+#pragma unroll
+            for (int kl = 0; kl < KW; ++kl) {
+                const int e0 = __ldg(seg + kl), e1 = __ldg(seg + kl + 1);
+#pragma unroll 4
+                for (int t = e0; t < e1; ++t) {
+                    const int2 en = __ldg(p.entries + t);
+                    const float v = __int_as_float(en.x);
+#pragma unroll
+                    for (int jr = 0; jr < PXH; ++jr) {
+                        const T* rp = reinterpret_cast<const T*>(sb + en.y + rb[jr]);
+#pragma unroll
+                        for (int jc = 0; jc < PXW; ++jc)
+                            acc[kl][jr * PXW + jc] = fmaf(v, to_f(rp[jc * LW * sw]), acc[kl][jr * PXW + jc]);
+                    }
+                }
+            }
+        }
+        __syncthreads(); /* every warp is done with the staged input (buffers are reused below / next n) */
+        if (ns == 1) {
+#pragma unroll
+            for (int kl = 0; kl < KW; ++kl) {
+                const int k = __ldg(p.perm + g * cpb + warp * KW + kl);
+                if (k < 0) continue;
+                const float bk = __ldg(p.bias + k);
+                T* yk = y + ((long long)n * p.K + k) * p.P * p.Q;
+#pragma unroll
+                for (int jr = 0; jr < PXH; ++jr) {
+                    const int oy = oy0 + lr + jr * LH;
+                    if (oy >= p.P) continue;
+#pragma unroll
+                    for (int jc = 0; jc < PXW; ++jc) {
+                        const int ox = ox0 + lc + jc * LW;
+                        if (ox < p.Q)
+                            st_out(yk + (long long)oy * p.Q + ox, act_f(acc[kl][jr * PXW + jc] + bk, p.act, p.clip_min, p.clip_max));
+                    }
+                }
+            }
+        } else {
+            float* red = reinterpret_cast<float*>(smem_raw);
+#pragma unroll
+            for (int kl = 0; kl < KW; ++kl)
+#pragma unroll
+                for (int j = 0; j < PX; ++j) red[((warp * KW + kl) * PX + j) * 32 + lane] = acc[kl][j];
+            __syncthreads();
+            const int outs = (8 / ns) * KW * PX * 32;
+            for (int o = threadIdx.x; o < outs; o += 256) {
+                const int ln = o & 31;
+                const int j = (o >> 5) % PX;
+                const int sk = (o >> 5) / PX; /* slot * KW + kl */
+                const int slot = sk / KW, kl = sk - slot * KW;
+                float s = 0.0f;
+                for (int sp = 0; sp < ns; ++sp) s += red[((((slot * ns + sp) * KW) + kl) * PX + j) * 32 + ln];
+                const int k = __ldg(p.perm + g * cpb + sk);
+                const int jr = j / PXW, jc = j - jr * PXW;
+                const int oy = oy0 + ln / LW + jr * LH, ox = ox0 + ln % LW + jc * LW;
+                if (k >= 0 && oy < p.P && ox < p.Q)
+                    st_out(y + (((long long)n * p.K + k) * p.P + oy) * p.Q + ox,
+                           act_f(s + __ldg(p.bias + k), p.act, p.clip_min, p.clip_max));
+            }
+            __syncthreads();
+        }
+    }
+}
+
+template <typename T, int LW, int PXH, int PXW, int KW>
+cudaError_t launch_smem_sw(const SmemParams& p, size_t smem, dim3 grid, cudaStream_t s) {
+    if (p.sw == 1) smem_kernel<T, LW, PXH, PXW, KW, 1><<<grid, 256, smem, s>>>(p);
+    else if (p.sw == 2) smem_kernel<T, LW, PXH, PXW, KW, 2><<<grid, 256, smem, s>>>(p);
+    else smem_kernel<T, LW, PXH, PXW, KW, 0><<<grid, 256, smem, s>>>(p);
+    return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t launch_smem_t(int tile, int kw, const SmemParams& p, size_t smem, cudaStream_t s) {
+    const SmemTileInfo ti = smem_tile_info(tile);
+    dim3 grid((unsigned)(p.tiles_h * p.tiles_w), (unsigned)p.groups, (unsigned)(p.N < 65535 ? p.N : 65535));
+    (void)ti;
+    switch (tile * 8 + kw) {
+        case 0 * 8 + 1: return launch_smem_sw<T, 16, 4, 2, 1>(p, smem, grid, s);
+        case 0 * 8 + 2: return launch_smem_sw<T, 16, 4, 2, 2>(p, smem, grid, s);
+        case 0 * 8 + 4: return launch_smem_sw<T, 16, 4, 2, 4>(p, smem, grid, s);
+        case 1 * 8 + 1: return launch_smem_sw<T, 8, 4, 2, 1>(p, smem, grid, s);
+        case 1 * 8 + 2: return launch_smem_sw<T, 8, 4, 2, 2>(p, smem, grid, s);
+        case 2 * 8 + 1: return launch_smem_sw<T, 8, 2, 1, 1>(p, smem, grid, s);
+        case 2 * 8 + 2: return launch_smem_sw<T, 8, 2, 1, 2>(p, smem, grid, s);
+        default: return cudaErrorInvalidValue;
+    }
+}
+
+}  // namespace tsc
+#endif
