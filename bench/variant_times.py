@@ -1,0 +1,89 @@
+"""Time every kernel variant of a few benchmark layers in one process (event-timed loops, best of 5).
+
+    python3 bench/variant_times.py [--layers bench/layers.json] [--only NAME ...] [--sparsity 0.9 0.95]
+        [--dtype fp32 fp16] [--batch 1] [--json OUT.json]
+
+Prints, per case, the fastest variant of each family (generic, generic4, tile, smem) so that a new
+variant is compared with the old ones in the same process (cuDNN is not involved).
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import torch  # noqa: E402
+
+from trt_sparse import cuda as tcuda  # noqa: E402
+from trt_sparse.commands.bench_kernels_cmd import _pruned_weight, load_layers  # noqa: E402
+
+
+def _time_us(fn, iters=20, trials=5):
+    """Best-of-trials mean time of fn() in microseconds (CUDA events)."""
+    fn()
+    torch.cuda.synchronize()
+    best = 1e30
+    for _ in range(trials):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(iters):
+            fn()
+        b.record()
+        b.synchronize()
+        best = min(best, a.elapsed_time(b) * 1000.0 / iters)
+    return best
+
+
+def family(name):
+    """Variant family of a variant name."""
+    return name.split("(")[0]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--layers", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "layers.json"))
+    ap.add_argument("--only", nargs="+")
+    ap.add_argument("--sparsity", type=float, nargs="+", default=[0.9, 0.95])
+    ap.add_argument("--dtype", nargs="+", default=["fp32"])
+    ap.add_argument("--batch", type=int, nargs="+", default=[1])
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    layers = [l for l in load_layers(a.layers) if not a.only or l["name"] in a.only]
+    out = []
+    for lay in layers:
+        for batch in a.batch:
+            for dtype in a.dtype:
+                for sp in a.sparsity:
+                    rng = np.random.default_rng([0, int(round(sp * 1000))])
+                    w, sw = _pruned_weight(rng, lay, sp)
+                    st, pd, dl = lay["stride"], lay["pad"], lay["dilation"]
+                    plan = tcuda.SparseConvPlan(sw, None, (st, st), (pd,) * 4, (dl, dl), 0, 0.0, 6.0, dtype)
+                    tdt = torch.float16 if dtype == "fp16" else torch.float32
+                    x = torch.randn(batch, lay["C"], lay["H"], lay["W"], device="cuda").to(tdt)
+                    y = torch.empty(plan.output_shape(tuple(x.shape)), device="cuda", dtype=tdt)
+                    names = plan.variants(batch, lay["H"], lay["W"])
+                    times = {}
+                    for i, n in enumerate(names):
+                        times[n] = _time_us(lambda: plan.enqueue_variant(i, x, y))
+                    best = {}
+                    for n, t in times.items():
+                        f = family(n)
+                        if f not in best or t < best[f][1]:
+                            best[f] = (n, t)
+                    old = min((t for n, t in times.items() if family(n) != "smem"), default=None)
+                    new = best.get("smem", (None, None))[1]
+                    print("{:28s} N={} {} {:.2f}: old best {:8.2f} us  smem {:8.2f} us  ({})  x{:.2f}".format(
+                        lay["name"], batch, dtype, sp, old, new or -1, best.get("smem", ("-",))[0],
+                        (old / new) if new else 0.0), flush=True)
+                    out.append({"layer": lay["name"], "batch": batch, "dtype": dtype, "sparsity": sp,
+                                "times_us": times, "best_per_family": best})
+                    plan.close()
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
