@@ -57,7 +57,7 @@ def run(args, env=None, cwd=None):
 
 # ------------------------------------------------------------------ static checks
 
-@pytest.mark.parametrize("name", SCRIPTS + ["common.sh"])
+@pytest.mark.parametrize("name", SCRIPTS + ["common.sh", "check_old_arch_compile.sh"])
 def test_bash_syntax(name):
     res = subprocess.run(["bash", "-n", script(name)], stderr=subprocess.PIPE, universal_newlines=True)
     assert res.returncode == 0, res.stderr
@@ -67,7 +67,7 @@ def test_shellcheck_clean():
     sc = shutil.which("shellcheck")
     if sc is None:
         pytest.skip("shellcheck not installed (apt-get install -y shellcheck)")
-    res = subprocess.run([sc, "-x"] + [script(n) for n in SCRIPTS + ["common.sh"]],
+    res = subprocess.run([sc, "-x"] + [script(n) for n in SCRIPTS + ["common.sh", "check_old_arch_compile.sh"]],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, cwd="/")
     assert res.returncode == 0, res.stdout
 
@@ -76,6 +76,7 @@ def test_shellcheck_clean():
     ("build_plugin.sh", ["--arch", "--tensorrt-root", "--cuda-root", "--detect-only", "Nano"]),
     ("build_engines.sh", ["--dense", "--sparse", "--plugin", "--precision", "--dynamicPlugins"]),
     ("bench.sh", ["--runs", "--duration", "--power", "tegrastats", "jetson_clocks"]),
+    ("check_old_arch_compile.sh", ["--pip-target", "--cuda-path", "nvidia-cuda-nvcc-cu11", "clang"]),
 ])
 def test_help(name, words):
     res = run([script(name), "--help"])
@@ -545,3 +546,28 @@ def test_plugin_flag_without_nm_follows_the_version(tmp_path, version, flag):
     res = run([script("build_engines.sh"), "--sparse", sparse, "--plugin", lib, "--dry-run"], env=env)
     assert res.returncode == 0, res.stderr
     assert "(passed as {})".format(flag) in res.stderr and flag + "=" + lib in res.stdout
+
+
+# ------------------------------------------------------------------ old-architecture compile check
+
+def test_old_arch_check_reports_missing_prerequisites(tmp_path):
+    res = run([script("check_old_arch_compile.sh"), "--pip-target", str(tmp_path / "nothing")])
+    assert res.returncode == 3
+    assert "lacks nvidia/cuda_nvcc/bin/ptxas" in res.stderr or "no clang++" in res.stderr
+    res = run([script("check_old_arch_compile.sh")])
+    assert res.returncode in (1, 3) and ("give --cuda-path or --pip-target" in res.stderr or "no clang++" in res.stderr)
+
+
+@pytest.mark.slow
+def test_kernels_compile_for_sm53_with_cuda11_headers():
+    """plugin/kernels for a Jetson Nano (sm_53) with clang + CUDA 11.8 headers/ptxas (nvcc 13 cannot target it)."""
+    target = os.environ.get("TRT_SPARSE_CUDA11_TARGET", "")
+    if not shutil.which("clang++"):
+        pytest.skip("clang++ not installed (apt-get install clang)")
+    if not (target and os.path.isfile(os.path.join(target, "nvidia", "cuda_nvcc", "bin", "ptxas"))):
+        pytest.skip("set TRT_SPARSE_CUDA11_TARGET to a 'pip install --target DIR nvidia-cuda-nvcc-cu11==11.8.89 "
+                    "nvidia-cuda-runtime-cu11==11.8.89' folder")
+    res = subprocess.run(["bash", script("check_old_arch_compile.sh"), "--pip-target", target, "--arch", "53"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=1200)
+    assert res.returncode == 0, res.stdout[-3000:]
+    assert "failed 0" in res.stdout and "sm_53: OK" in res.stdout
