@@ -24,7 +24,8 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLUGIN = os.path.join(ROOT, "plugin")
 CPP = os.path.join(ROOT, "tests", "cpp")
-CORE_SRCS = ["SparseConv2dCore.cpp", "SparseConv2dPlan.cpp", "SparseConv2dPluginV3.cpp",
+CPU_CORE = ["SparseConv2dCore.cpp", "SparseConv2dFields.cpp", "SparseConv2dBlob.cpp"]
+CORE_SRCS = CPU_CORE + ["SparseConv2dPlan.cpp", "SparseConv2dPluginV3.cpp",
              "SparseConv2dPluginV2.cpp", "PluginRegistration.cpp"]
 SAN = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
 WARN = ["-Wall", "-Wextra", "-Werror"]
@@ -97,7 +98,7 @@ def sanitizer_ok(tmp_path_factory):
 def fuzzer(sanitizer_ok, tmp_path_factory):
     out = str(tmp_path_factory.mktemp("fuzz") / "fuzz_deserialize")
     _compile([sanitizer_ok, "-std=c++14", "-g", "-O1"] + SAN + WARN + ["-I" + PLUGIN,
-             os.path.join(CPP, "fuzz_deserialize.cpp"), os.path.join(PLUGIN, "SparseConv2dCore.cpp"), "-o", out],
+             os.path.join(CPP, "fuzz_deserialize.cpp")] + [os.path.join(PLUGIN, s) for s in CPU_CORE] + ["-o", out],
              "fuzz_deserialize")
     return out
 

@@ -43,7 +43,7 @@ if ((${#versions[@]} == 0)); then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-srcs=(SparseConv2dCore.cpp SparseConv2dPlan.cpp SparseConv2dPluginV3.cpp SparseConv2dPluginV2.cpp PluginRegistration.cpp)
+srcs=(SparseConv2dCore.cpp SparseConv2dFields.cpp SparseConv2dBlob.cpp SparseConv2dPlan.cpp SparseConv2dPluginV3.cpp SparseConv2dPluginV2.cpp PluginRegistration.cpp)
 check_version() { # VERSION -> lines "<ver>/<std>: OK|..." on stdout
   local v=$1 inc=$root/.trt/$1/include major=${1%%.*} std tag out flags ok log lib s exports undef detail
   if [[ ! -f $inc/NvInferRuntime.h ]]; then
