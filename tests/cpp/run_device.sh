@@ -44,7 +44,7 @@ for seed in 11 12; do
   echo "driver seed $seed rc=$? $(grep SUMMARY "$OUT/driver_seed$seed.txt")" | tee -a "$OUT/summary.txt"
 done
 if command -v compute-sanitizer >/dev/null; then
-  timeout 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+  timeout 150 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
     "$b/plugin_driver_gpu" "$lib" --seed 13 >"$OUT/memcheck.txt" 2>&1
   echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY|SUMMARY checks' "$OUT/memcheck.txt" | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
 fi
