@@ -47,7 +47,7 @@ def test_bad_inputs():
 
 def test_fit_recovers_synthetic_coefficients(tmp_path):
     """Times generated from known coefficients are fitted back (the fit really fits)."""
-    true = {"sparse": [0.5, 0.6, 0.1, 0.2], "dense": [0.3, 0.45, -0.1]}
+    true = {"sparse": [0.5, 0.6, 0.1, 0.2, -0.15], "dense": [0.3, 0.45, -0.1]}
     rng = np.random.default_rng(1)
     results = []
     for _ in range(60):

@@ -10,6 +10,7 @@ Both times are log-linear in the work of the layer (fitted per dtype by least
 squares on log time, see :func:`fit`):
 
     log t_sparse = s0 + s1 log(useful MFMA) + s2 log(I/O MB) + s3 log(nnz per output channel)
+                   + s4 log(P*Q)      (output map area; s4 = 0 when COEFFS has 4 sparse terms)
     log t_dense  = d0 + d1 log(dense MFMA)  + d2 log(I/O MB)
 
 useful MFMA = nnz * P * Q * N / 1e6, dense MFMA = K*C*R*S * P * Q * N / 1e6,
@@ -31,11 +32,12 @@ from .reference import conv_output_size
 
 #: fitted coefficients per dtype: (sparse [s0..s3], dense [d0..d2]); see docs/PERFORMANCE.md
 COEFFS = {
-    "fp32": {"sparse": [0.6899, 0.5325, 0.0949, 0.2781], "dense": [-0.0365, 0.4689, -0.123]},
-    "fp16": {"sparse": [0.7343, 0.3425, 0.1844, 0.4619], "dense": [-0.6966, 0.499, -0.1916]},
+    "fp32": {"sparse": [2.2839, 0.4841, 0.2025, 0.1747, -0.1963], "dense": [-0.0564, 0.4746, -0.1233]},
+    "fp16": {"sparse": [2.6677, 0.3161, 0.3066, 0.31, -0.2268], "dense": [-0.6726, 0.4972, -0.1831]},
 }
 #: source of COEFFS (results files the fit came from; 128 cases per dtype)
-FIT_SOURCE = "bench/results/h200_full.json + bench/results/h200_sweep.json (H200, cuDNN 9.19, torch 2.11)"
+FIT_SOURCE = ("bench/results/h200_smem_full.json + bench/results/h200_smem_sweep.json "
+              "(H200, cuDNN 9.19, torch 2.11; kernels with the smem variant)")
 #: assumed slowdown of the generic kernel vs the register-tile kernel (not measured by the sweep)
 GENERIC_PENALTY = 3.0
 
@@ -56,8 +58,9 @@ def _features(layer, nnz, batch, dtype):
     dense = float(K * C * R * S) * P * Q * N / 1e6
     io = (N * C * H * W + N * K * P * Q) * esz / 1e6
     per_k = max(float(nnz) / K, 1.0)
+    pq = float(P * Q)
     fast = (R, S) in ((1, 1), (3, 3)) and strides[0] == strides[1] and strides[0] <= 2 and dils == (1, 1)
-    return useful, dense, io, per_k, fast
+    return useful, dense, io, per_k, fast, pq
 
 
 def _norm_dtype(dtype):
@@ -71,10 +74,12 @@ def predict_times(layer, nnz, batch=1, dtype="fp32", coeffs=None):
     """(sparse_us, dense_us) predicted for one layer (dict with C, K, R, S, H, W, strides, pads, dilations)."""
     dtype = _norm_dtype(dtype)
     co = (coeffs or COEFFS)[dtype]
-    useful, dense, io, per_k, fast = _features(layer, nnz, batch, dtype)
+    useful, dense, io, per_k, fast, pq = _features(layer, nnz, batch, dtype)
     s = co["sparse"]
     d = co["dense"]
-    t_sparse = math.exp(s[0] + s[1] * math.log(useful) + s[2] * math.log(max(io, 1e-6)) + s[3] * math.log(per_k))
+    s4 = s[4] if len(s) > 4 else 0.0
+    t_sparse = math.exp(s[0] + s[1] * math.log(useful) + s[2] * math.log(max(io, 1e-6)) + s[3] * math.log(per_k)
+                        + s4 * math.log(pq))
     t_dense = math.exp(d[0] + d[1] * math.log(max(dense, 1e-6)) + d[2] * math.log(max(io, 1e-6)))
     if not fast:
         t_sparse *= GENERIC_PENALTY
@@ -107,8 +112,8 @@ def fit(results):
         base = "fp16_best" if dtype == "fp16" else "tf32_best"
         xs, ys, xd, yd = [], [], [], []
         for r in rows:
-            useful, dense, io, per_k, _ = _features(_layer_of_result(r), r["nnz"], r["batch"], dtype)
-            xs.append([1.0, math.log(useful), math.log(io), math.log(per_k)])
+            useful, dense, io, per_k, _, pq = _features(_layer_of_result(r), r["nnz"], r["batch"], dtype)
+            xs.append([1.0, math.log(useful), math.log(io), math.log(per_k), math.log(pq)])
             ys.append(math.log(r["sparse_us"]))
             if base in r["dense_us"]:
                 xd.append([1.0, math.log(dense), math.log(io)])

@@ -450,14 +450,22 @@ int default_lw(const tsc_plan* p, int cfg, int Q) {
     return std::min(5, ilog2_ceil((Q + ci.pw - 1) / ci.pw));
 }
 
-/* Heuristic variant (without tsc_plan_tune), from the H200 sweep (docs/PERFORMANCE.md): below ~400K
- * outputs the one-output-per-thread generic kernel wins on parallelism; above, the 4-pixels-per-thread
- * generic kernel wins most cases (the register-tile kernel wins the rest and is reached by tuning). */
+/* Heuristic variant (without tsc_plan_tune), from the H200 sweeps (docs/PERFORMANCE.md, bench/results/
+ * h200_smem_*.json). NCHW convolutions wider than 1x1 with >= 150K outputs (N x K x P x Q) run the
+ * shared-memory kernel: 16x16 tiles x 2 channels per warp for large maps (P, Q >= 28 and >= 800K outputs),
+ * 8x8 tiles x 2 channels per warp otherwise while C <= 256 (its input staging grows with C). Else: below
+ * ~400K outputs the one-output-per-thread generic kernel, above it the 4-pixels-per-thread one. */
 Variant heuristic_variant(const tsc_plan* p, int N, int H, int W, int P, int Q) {
-    (void)H;
-    (void)W;
     Variant v = {0, 0, 1, 0, 0};
-    if (p->layout == TSC_NCHW && (long long)N * P * Q * p->d.K >= 400000LL) v.kind = 2;
+    if (p->layout != TSC_NCHW) return v;
+    const long long outs = (long long)N * P * Q * p->d.K;
+    if (p->d.R * p->d.S > 1 && outs >= 150000LL) {
+        const int cfg = (P >= 28 && Q >= 28 && outs >= 800000LL) ? 3 : (p->d.C <= 256 ? 6 : -1);
+        Variant sv = {3, cfg, 1, 0, 0};
+        tsc::SmemParams sp;
+        if (cfg >= 0 && smem_params(p, sv, N, H, W, P, Q, nullptr, nullptr, &sp)) return sv;
+    }
+    if (outs >= 400000LL) v.kind = 2;
     return v;
 }
 
