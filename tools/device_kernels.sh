@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device call for the kernel work: build (sm_90), GPU tests, compute-sanitizer, benchmark.
-#   bash tools/device_kernels.sh [build] [test] [sanitize] [bench-quick] [bench-full] [bench-sweep]
+#   [DEADLINE=S] bash tools/device_kernels.sh [build] [test] [sanitize] [bench-quick] [variants] [bench-full] [bench-sweep] [ncu]
+# DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Logs and JSON go to $OUT (default ./device_out); a short table is printed last.
 set -u
 OUT=${OUT:-$PWD/device_out}
