@@ -165,3 +165,101 @@ def test_smem_multichunk_and_unaligned_input(dtype, aligned):
         errs[name] = _rel_err(y.float().cpu().numpy(), ref)
     bad = {k: v for k, v in errs.items() if not v < TOL[dtype]}
     assert not bad, "seed {} dtype {} aligned {}: {}".format(seed, dtype, aligned, bad)
+
+
+def _weight_nnz(sw):
+    return int(np.asarray(sw.row_offsets)[-1])
+
+
+def test_plan_memory_is_lazy():
+    """A 1x1 plan holds only the generic layout + bias; a 3x3 plan grows when every variant is run
+    (layouts built on first use) and shrinks again after tune (losers freed, winner kept)."""
+    rng = np.random.default_rng(secrets.randbits(32))
+    sw1 = random_sparse_weight(rng, 48, 32, 1, 1, 0.9)
+    p1 = tcuda.SparseConvPlan(sw1, None, (1, 1), (0, 0, 0, 0))
+    nnz1 = _weight_nnz(sw1)
+    assert p1.device_bytes() == 16 * max(nnz1, 1) + 4 * (48 + 1) + 4 * 48, p1.describe()
+    assert "device_bytes={}".format(p1.device_bytes()) in p1.describe()
+
+    sw = random_sparse_weight(rng, 64, 64, 3, 3, 0.9)
+    plan = tcuda.SparseConvPlan(sw, None, (1, 1), (1, 1, 1, 1))
+    b0 = plan.device_bytes()
+    nnz = _weight_nnz(sw)
+    assert b0 < 48 * nnz + 64 * 1024, (b0, nnz, plan.describe())  # generic + the heuristic's 2 smem layouts
+    x = torch.from_numpy(rng.standard_normal((1, 64, 14, 14)).astype(np.float32)).cuda()
+    y = torch.empty((1, 64, 14, 14), device="cuda")
+    for i in range(len(plan.variants(1, 14, 14))):
+        plan.enqueue_variant(i, x, y)
+    torch.cuda.synchronize()
+    b_all = plan.device_bytes()
+    assert b_all > b0 + 3 * 8 * nnz, (b0, b_all)  # tile (3 kt) and other smem layouts were built
+    plan.tune(x, y)
+    torch.cuda.synchronize()
+    b_t = plan.device_bytes()
+    assert b0 <= b_t < b_all, (b0, b_t, b_all)
+    assert b_t <= b0 + 12 * nnz + 256 * 1024, (b0, b_t)  # at most one extra layout
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+def test_choice_roundtrip_and_validation(dtype):
+    """get_choice after tune, set_choice on a fresh plan of the same weights reproduces it (and runs
+    correctly); unknown or unsupported ids are refused."""
+    from kernel_cases import case
+    c = case("choice", N=2, C=32, K=48, H=14, W=16, sparsity=0.85, activation=1)
+    seed = secrets.randbits(32)
+    rng = np.random.default_rng(seed)
+    sw = random_sparse_weight(rng, c.K, c.C, 3, 3, c.sparsity)
+    bias = rng.standard_normal(c.K).astype(np.float32)
+    tdt = torch.float16 if dtype == "fp16" else torch.float32
+    xt = torch.from_numpy(rng.standard_normal((c.N, c.C, c.H, c.W)).astype(np.float32)).to("cuda", tdt)
+    ref = reference.sparse_conv2d(xt.float().cpu().numpy().astype(np.float64), sw, bias, c.strides, c.pads,
+                                  c.dilations, c.activation)
+    args = (sw, bias, c.strides, c.pads, c.dilations, c.activation, 0.0, 6.0, dtype)
+    a = tcuda.SparseConvPlan(*args)
+    y = torch.empty(a.output_shape(tuple(xt.shape)), device="cuda", dtype=tdt)
+    default_id = a.get_choice(c.N, c.H, c.W)
+    a.tune_scratch(c.N, c.H, c.W)
+    tuned_id = a.get_choice(c.N, c.H, c.W)
+    assert "tuned[" in a.describe()
+    b = tcuda.SparseConvPlan(*args)
+    assert b.get_choice(c.N, c.H, c.W) == default_id
+    b.set_choice(c.N, c.H, c.W, tuned_id)
+    assert b.get_choice(c.N, c.H, c.W) == tuned_id
+    for plan in (a, b):
+        y.fill_(float("nan"))
+        plan.enqueue(xt, y)
+        torch.cuda.synchronize()
+        err = _rel_err(y.float().cpu().numpy(), ref)
+        assert err < TOL[dtype], (seed, tuned_id, plan.describe(), err)
+    for bad in (-1, 15, 1 << 20, 3 | (15 << 4)):
+        with pytest.raises(tcuda.KernelError, match="TSC_ERR_INVALID_ARGUMENT"):
+            b.set_choice(c.N, c.H, c.W, bad)
+    assert b.get_choice(c.N, c.H, c.W) == tuned_id  # a refused id changes nothing
+    sw5 = random_sparse_weight(rng, 8, 8, 5, 5, 0.9)
+    p5 = tcuda.SparseConvPlan(sw5, None, (1, 1), (2, 2, 2, 2))
+    with pytest.raises(tcuda.KernelError, match="TSC_ERR_INVALID_ARGUMENT"):
+        p5.set_choice(1, 12, 12, 1)  # a tile variant id: no tile kernel for 5x5
+
+
+def test_enqueue_in_graph_capture_after_tune():
+    """Enqueue allocates nothing: a tuned and an untuned shape both capture into a CUDA graph and replay."""
+    rng = np.random.default_rng(secrets.randbits(32))
+    sw = random_sparse_weight(rng, 32, 32, 3, 3, 0.9)
+    plan = tcuda.SparseConvPlan(sw, None, (1, 1), (1, 1, 1, 1))
+    xs = [torch.from_numpy(rng.standard_normal((n, 32, h, h)).astype(np.float32)).cuda() for n, h in ((2, 16), (1, 9))]
+    ys = [torch.full(tuple(x.shape[:1]) + (32,) + tuple(x.shape[2:]), float("nan"), device="cuda") for x in xs]
+    plan.tune(xs[0], ys[0])
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        with torch.cuda.graph(g, stream=s):
+            for x, y in zip(xs, ys):
+                plan.enqueue(x, y, stream=int(s.cuda_stream))
+    for y in ys:
+        y.fill_(float("nan"))
+    g.replay()
+    torch.cuda.synchronize()
+    for x, y in zip(xs, ys):
+        ref = reference.sparse_conv2d(x.cpu().numpy().astype(np.float64), sw, None, (1, 1), (1, 1, 1, 1))
+        assert _rel_err(y.cpu().numpy(), ref) < 1e-5

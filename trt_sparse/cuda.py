@@ -90,6 +90,12 @@ def load_library(path=None):
     lib.tsc_enqueue.argtypes = [vp, i32, i32, i32, vp, vp, vp, vp]
     lib.tsc_plan_describe.argtypes = [vp, ctypes.c_char_p, ctypes.c_size_t]
     lib.tsc_plan_describe.restype = ctypes.c_size_t
+    if hasattr(lib, "tsc_plan_get_choice"):  # added within ABI 1 (older builds lack them)
+        lib.tsc_plan_get_choice.argtypes = [vp, i32, i32, i32, ctypes.POINTER(i32)]
+        lib.tsc_plan_set_choice.argtypes = [vp, i32, i32, i32, i32]
+        lib.tsc_plan_device_bytes.argtypes = [vp]
+        lib.tsc_plan_device_bytes.restype = ctypes.c_size_t
+        lib.tsc_plan_tune_scratch.argtypes = [vp, i32, i32, i32]
     if hasattr(lib, "tsc_bench_fma_peak"):
         lib.tsc_bench_fma_peak.argtypes = [ctypes.POINTER(ctypes.c_double)]
         lib.tsc_bench_empty_launch.argtypes = [i32, vp, ctypes.POINTER(ctypes.c_double)]
@@ -237,6 +243,35 @@ class SparseConvPlan(object):
         _check(self._lib, self._lib.tsc_plan_enqueue_variant(self._plan, int(index), n, h, w, pointer_of(x),
                                                              pointer_of(y), pointer_of(workspace), s),
                "tsc_plan_enqueue_variant")
+
+    def _need(self, name):
+        if not hasattr(self._lib, name):
+            raise TrtSparseError("kernel library is too old: it has no {} (rebuild it)".format(name))
+
+    def device_bytes(self):
+        """Device memory the plan holds now (bytes): weights in every built layout + bias."""
+        self._need("tsc_plan_device_bytes")
+        return int(self._lib.tsc_plan_device_bytes(self._plan))
+
+    def get_choice(self, n, h, w):
+        """Stable id of the variant enqueue uses for an N x H x W input (tuned or heuristic)."""
+        self._need("tsc_plan_get_choice")
+        v = ctypes.c_int32()
+        _check(self._lib, self._lib.tsc_plan_get_choice(self._plan, int(n), int(h), int(w), ctypes.byref(v)),
+               "tsc_plan_get_choice")
+        return v.value
+
+    def set_choice(self, n, h, w, variant_id):
+        """Use variant `variant_id` (from get_choice) for N x H x W; KernelError if unknown/unsupported."""
+        self._need("tsc_plan_set_choice")
+        _check(self._lib, self._lib.tsc_plan_set_choice(self._plan, int(n), int(h), int(w), int(variant_id)),
+               "tsc_plan_set_choice")
+
+    def tune_scratch(self, n, h, w):
+        """tune() on scratch buffers the library allocates and frees itself."""
+        self._need("tsc_plan_tune_scratch")
+        _check(self._lib, self._lib.tsc_plan_tune_scratch(self._plan, int(n), int(h), int(w)),
+               "tsc_plan_tune_scratch")
 
     def describe(self):
         """The library's description of the plan (dtype, nnz, tuned variants)."""

@@ -52,6 +52,7 @@ struct TileLayout {
     int2* entries = nullptr; /* nnz + 1 (sentinel) */
     int* goff = nullptr;     /* groups + 1 */
     int* perm = nullptr;     /* groups * kt */
+    size_t bytes = 0;        /* device bytes held (0 while not built) */
 };
 
 /* Shared-memory kernel configs: tile (tsc::smem_tile_info), output channels per warp slot, warps per slot. */
@@ -71,6 +72,7 @@ struct SmemLayout {
     int* gch_off = nullptr;
     int* chunk_ids = nullptr;
     int* perm = nullptr;
+    size_t bytes = 0; /* device bytes held (0 while not built) */
 };
 
 struct Tuned {
@@ -89,11 +91,19 @@ struct tsc_plan {
     int4* gentries = nullptr;
     int* growoff = nullptr;
     float* bias = nullptr;
-    TileLayout lay[3]; /* kt = 8, 16, 32 */
-    SmemLayout slay[16]; /* per kSmemCfgs entry (NCHW plans) */
+    size_t base_bytes = 0; /* generic layout + bias */
+    /* Per-variant layouts are built lazily (docs/PERFORMANCE.md, plan memory): create builds the generic
+     * layout and those the heuristic can pick; tune / set_choice build the chosen ones and free the rest.
+     * A layout's geometry (kt/groups, smem staging) is known from creation; its arrays only once built. */
+    TileLayout lay[3]; /* kt = 8, 16, 32 (kt == 0: not available for this plan) */
+    SmemLayout slay[16]; /* per kSmemCfgs entry (NCHW plans; ok: available) */
+    /* validated canonical CSR kept on the host to build layouts later */
+    std::vector<int32_t> h_rowoff, h_idx;
+    std::vector<float> h_val;
     int smem_optin = 48 * 1024;
     int sm_count = 1;
-    mutable std::mutex mu;
+    mutable std::mutex mu;  /* tuned */
+    mutable std::mutex bmu; /* layout build / free */
     std::vector<Tuned> tuned;
 };
 
@@ -163,8 +173,9 @@ int tile_geom_of(const tsc_conv_desc* d, tsc_layout layout) {
 }
 
 template <typename T>
-tsc_status upload(T** dst, const void* src, size_t count) {
+tsc_status upload(T** dst, const void* src, size_t count, size_t* acc = nullptr) {
     const size_t bytes = std::max<size_t>(count, 1) * sizeof(T);
+    if (acc) *acc += bytes;
     cudaError_t e = cudaMalloc(reinterpret_cast<void**>(dst), bytes);
     if (e != cudaSuccess) {
         *dst = nullptr;
@@ -230,16 +241,17 @@ tsc_status build_tile_layout(tsc_plan* p, const tsc_weights* w, int kt, TileLayo
     out->kt = kt;
     out->groups = G;
     tsc_status st;
-    if ((st = upload(&out->entries, entries.data(), entries.size())) != TSC_OK) return st;
-    if ((st = upload(&out->goff, goff.data(), goff.size())) != TSC_OK) return st;
-    if ((st = upload(&out->perm, perm.data(), perm.size())) != TSC_OK) return st;
+    out->bytes = 0;
+    if ((st = upload(&out->entries, entries.data(), entries.size(), &out->bytes)) != TSC_OK) return st;
+    if ((st = upload(&out->goff, goff.data(), goff.size(), &out->bytes)) != TSC_OK) return st;
+    if ((st = upload(&out->perm, perm.data(), perm.size(), &out->bytes)) != TSC_OK) return st;
     return TSC_OK;
 }
 
 /* Shared-memory kernel layout for config `ci`: staged-chunk geometry, output channels dealt to warp
  * slots (sorted by nnz, snake order), and per (group, non-empty chunk, warp, channel of the slot) lists
  * of (value, byte offset in the staged chunk); a slot's lists are split evenly over its ns warps. */
-tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayout* out) {
+tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayout* out, bool build) {
     const tsc_conv_desc& d = p->d;
     const SmemCfg cfg = kSmemCfgs[ci];
     const int es = p->dtype == TSC_FLOAT16 ? 2 : 4;
@@ -257,6 +269,19 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
     const int G = (K + cpb - 1) / cpb;
     if (G > 65535) return TSC_OK;
     const int nch = (d.C + cc - 1) / cc;
+    {
+        const tsc::SmemTileInfo ti = tsc::smem_tile_info(cfg.tile);
+        const size_t red = cfg.ns > 1 ? (size_t)8 * cfg.kw * ti.pxh * ti.pxw * 32 * sizeof(float) : 0;
+        out->lead = lead;
+        out->in_h = (int)in_h;
+        out->pitch = (int)pitch;
+        out->cstride = (int)cstride;
+        out->cc = cc;
+        out->groups = G;
+        out->smem = std::max<size_t>((size_t)2 * cc * cstride * es, red);
+        out->ok = out->smem <= (size_t)kSmemBudget;
+    }
+    if (!build || !out->ok) return TSC_OK; /* geometry only */
     /* output channels: sorted by nnz, snake-dealt to the G * slots warp slots (kw channels each) */
     std::vector<int> order(K);
     for (int k = 0; k < K; ++k) order[k] = k;
@@ -317,22 +342,13 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
         gch_off.push_back((int)chunk_ids.size());
     }
     seg.push_back((int)entries.size());
-    const tsc::SmemTileInfo ti = tsc::smem_tile_info(cfg.tile);
-    const size_t red = cfg.ns > 1 ? (size_t)8 * cfg.kw * ti.pxh * ti.pxw * 32 * sizeof(float) : 0;
-    out->lead = lead;
-    out->in_h = (int)in_h;
-    out->pitch = (int)pitch;
-    out->cstride = (int)cstride;
-    out->cc = cc;
-    out->groups = G;
-    out->smem = std::max<size_t>((size_t)2 * cc * cstride * es, red);
     tsc_status st;
-    if ((st = upload(&out->entries, entries.data(), entries.size())) != TSC_OK) return st;
-    if ((st = upload(&out->seg, seg.data(), seg.size())) != TSC_OK) return st;
-    if ((st = upload(&out->gch_off, gch_off.data(), gch_off.size())) != TSC_OK) return st;
-    if ((st = upload(&out->chunk_ids, chunk_ids.data(), chunk_ids.size())) != TSC_OK) return st;
-    if ((st = upload(&out->perm, perm.data(), perm.size())) != TSC_OK) return st;
-    out->ok = out->smem <= (size_t)kSmemBudget;
+    out->bytes = 0;
+    if ((st = upload(&out->entries, entries.data(), entries.size(), &out->bytes)) != TSC_OK) return st;
+    if ((st = upload(&out->seg, seg.data(), seg.size(), &out->bytes)) != TSC_OK) return st;
+    if ((st = upload(&out->gch_off, gch_off.data(), gch_off.size(), &out->bytes)) != TSC_OK) return st;
+    if ((st = upload(&out->chunk_ids, chunk_ids.data(), chunk_ids.size(), &out->bytes)) != TSC_OK) return st;
+    if ((st = upload(&out->perm, perm.data(), perm.size(), &out->bytes)) != TSC_OK) return st;
     return TSC_OK;
 }
 
@@ -341,7 +357,7 @@ bool smem_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P
                  tsc::SmemParams* sp) {
     if (p->layout != TSC_NCHW || v.cfg < 0 || v.cfg >= kSmemCfgCount) return false;
     const SmemLayout& L = p->slay[v.cfg];
-    if (!L.ok) return false;
+    if (!L.ok) return false; /* geometry not supported (availability, not whether the arrays are built) */
     const SmemCfg cfg = kSmemCfgs[v.cfg];
     const int TH = tsc::smem_tile_h(cfg.tile), TW = tsc::smem_tile_w(cfg.tile);
     const long long tiles = (long long)((P + TH - 1) / TH) * ((Q + TW - 1) / TW);
@@ -420,7 +436,7 @@ bool tile_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P
                  tsc::TileParams* tp) {
     const tsc::TileCfgInfo ci = tsc::tile_cfg_info(p->geom, v.cfg);
     const TileLayout& L = p->lay[lay_index(ci.kt)];
-    if (!L.entries || v.lw_log2 < 0 || v.lw_log2 > 5 || v.nsplit < 1 || v.nsplit > 8) return false;
+    if (L.kt == 0 || v.lw_log2 < 0 || v.lw_log2 > 5 || v.nsplit < 1 || v.nsplit > 8) return false;
     if ((long long)tsc::tile_smem_bytes(p->geom, v.cfg, v.nsplit) > p->smem_optin) return false;
     const int lw = 1 << v.lw_log2, lh = 32 >> v.lw_log2;
     tp->x = x;
@@ -469,9 +485,113 @@ Variant heuristic_variant(const tsc_plan* p, int N, int H, int W, int P, int Q) 
     return v;
 }
 
+/* ---- lazy layouts: a key per device layout (generic, tile kt 8/16/32, smem cfg) ---- */
+const int kKeyGeneric = 0, kKeyTile0 = 1, kKeySmem0 = 4, kKeyCount = 4 + 16;
+
+int layout_key(const tsc_plan* p, const Variant& v) {
+    if (v.kind == 1) return kKeyTile0 + lay_index(tsc::tile_cfg_info(p->geom, v.cfg).kt);
+    if (v.kind == 3) return kKeySmem0 + v.cfg;
+    return kKeyGeneric;
+}
+
+bool key_built(const tsc_plan* p, int key) {
+    if (key == kKeyGeneric) return p->gentries != nullptr;
+    if (key < kKeySmem0) return p->lay[key - kKeyTile0].entries != nullptr;
+    return p->slay[key - kKeySmem0].entries != nullptr;
+}
+
+/* Free a layout's arrays (never the generic one); its geometry stays. Caller holds bmu. */
+void free_key_locked(tsc_plan* p, int key) {
+    if (key == kKeyGeneric) return;
+    if (key < kKeySmem0) {
+        TileLayout& L = p->lay[key - kKeyTile0];
+        cudaFree(L.entries); cudaFree(L.goff); cudaFree(L.perm);
+        L.entries = nullptr; L.goff = nullptr; L.perm = nullptr;
+        L.bytes = 0;
+    } else {
+        SmemLayout& L = p->slay[key - kKeySmem0];
+        cudaFree(L.entries); cudaFree(L.seg); cudaFree(L.gch_off); cudaFree(L.chunk_ids); cudaFree(L.perm);
+        L.entries = nullptr; L.seg = nullptr; L.gch_off = nullptr; L.chunk_ids = nullptr; L.perm = nullptr;
+        L.bytes = 0;
+    }
+}
+
+/* Build and upload a layout from the host CSR if it is not built yet (allocates: build-time only). */
+tsc_status ensure_key(const tsc_plan* cp, int key) {
+    tsc_plan* p = const_cast<tsc_plan*>(cp); /* plans are always created non-const */
+    std::lock_guard<std::mutex> lock(p->bmu);
+    if (key_built(p, key)) return TSC_OK;
+    tsc_weights w;
+    w.row_offsets = p->h_rowoff.data();
+    w.indices = p->h_idx.empty() ? nullptr : p->h_idx.data();
+    w.values = p->h_val.empty() ? nullptr : p->h_val.data();
+    w.bias = nullptr;
+    tsc_status st = TSC_ERR_INVALID_ARGUMENT;
+    if (key > kKeyGeneric && key < kKeySmem0) {
+        TileLayout& L = p->lay[key - kKeyTile0];
+        if (L.kt == 0) return fail(TSC_ERR_UNSUPPORTED, "tile layout not available for this plan");
+        st = build_tile_layout(p, &w, L.kt, &L);
+    } else if (key >= kKeySmem0 && key < kKeyCount) {
+        if (!p->slay[key - kKeySmem0].ok) return fail(TSC_ERR_UNSUPPORTED, "smem layout not available for this plan");
+        st = build_smem_layout(p, &w, key - kKeySmem0, &p->slay[key - kKeySmem0], true);
+    }
+    if (st != TSC_OK) free_key_locked(p, key);
+    return st;
+}
+
+/* Layouts the plan must hold: generic, those the heuristic can pick for some shape, the tuned choices. */
+void needed_keys(const tsc_plan* p, bool keep[kKeyCount]) {
+    for (int k = 0; k < kKeyCount; ++k) keep[k] = false;
+    keep[kKeyGeneric] = true;
+    if (p->layout == TSC_NCHW && p->d.R * p->d.S > 1) { /* heuristic_variant's smem picks */
+        if (p->slay[3].ok) keep[kKeySmem0 + 3] = true;
+        if (p->d.C <= 256 && p->slay[6].ok) keep[kKeySmem0 + 6] = true;
+    }
+    std::lock_guard<std::mutex> lock(p->mu);
+    for (size_t i = 0; i < p->tuned.size(); ++i) keep[layout_key(p, p->tuned[i].v)] = true;
+}
+
+/* Free every built layout that is neither needed nor in `extra` (may be NULL). */
+void prune_layouts(tsc_plan* p, const bool* extra) {
+    bool keep[kKeyCount];
+    needed_keys(p, keep);
+    std::lock_guard<std::mutex> lock(p->bmu);
+    for (int k = 0; k < kKeyCount; ++k)
+        if (!keep[k] && !(extra && extra[k]) && key_built(p, k)) free_key_locked(p, k);
+}
+
+size_t device_bytes(const tsc_plan* p) {
+    std::lock_guard<std::mutex> lock(p->bmu);
+    size_t b = p->base_bytes;
+    for (int i = 0; i < 3; ++i) b += p->lay[i].bytes;
+    for (int i = 0; i < 16; ++i) b += p->slay[i].bytes;
+    return b;
+}
+
+/* Stable variant id: kind | cfg << 4 | log2(split) << 8 | lw_log2 << 12 | vec << 16. */
+int32_t encode_variant(const Variant& v) {
+    const int ns = v.nsplit >= 8 ? 3 : (v.nsplit >= 4 ? 2 : (v.nsplit >= 2 ? 1 : 0));
+    return (int32_t)(v.kind | (v.cfg << 4) | (ns << 8) | (v.lw_log2 << 12) | (v.vec << 16));
+}
+
+Variant decode_variant(int32_t id) {
+    Variant v;
+    v.kind = id & 15;
+    v.cfg = (id >> 4) & 15;
+    v.nsplit = 1 << ((id >> 8) & 15);
+    v.lw_log2 = (id >> 12) & 15;
+    v.vec = (id >> 16) & 1;
+    return v;
+}
+
+bool same_variant(const Variant& a, const Variant& b) {
+    return a.kind == b.kind && a.cfg == b.cfg && a.nsplit == b.nsplit && a.lw_log2 == b.lw_log2 && a.vec == b.vec;
+}
+
 tsc_status launch_variant(const tsc_plan* p, const Variant& v, int N, int H, int W, int P, int Q, const void* x, void* y,
                           cudaStream_t s) {
     cudaError_t e;
+    if (!key_built(p, layout_key(p, v))) return fail(TSC_ERR_UNSUPPORTED, "variant layout not built");
     if (v.kind == 3) {
         tsc::SmemParams sp;
         if (!smem_params(p, v, N, H, W, P, Q, x, y, &sp))
@@ -512,13 +632,24 @@ tsc_status check_enqueue_args(const tsc_plan* p, int N, int H, int W, const void
     return TSC_OK;
 }
 
+/* Tuned choice for this shape, else the heuristic; never a variant whose layout is not built
+ * (falls back to the heuristic, then generic), so enqueue never allocates. */
 Variant chosen_variant(const tsc_plan* p, int N, int H, int W, int P, int Q) {
     {
         std::lock_guard<std::mutex> lock(p->mu);
         for (size_t i = 0; i < p->tuned.size(); ++i)
-            if (p->tuned[i].N == N && p->tuned[i].H == H && p->tuned[i].W == W) return p->tuned[i].v;
+            if (p->tuned[i].N == N && p->tuned[i].H == H && p->tuned[i].W == W) {
+                const Variant v = p->tuned[i].v;
+                if (key_built(p, layout_key(p, v))) return v;
+                break;
+            }
     }
-    return heuristic_variant(p, N, H, W, P, Q);
+    Variant v = heuristic_variant(p, N, H, W, P, Q);
+    if (!key_built(p, layout_key(p, v))) {
+        Variant g = {(v.kind == 2 || (v.kind == 3 && (long long)N * P * Q * p->d.K >= 400000LL)) ? 2 : 0, 0, 1, 0, 0};
+        v = g;
+    }
+    return v;
 }
 
 /* Every variant that can run this shape: generic, then tile configs x splits x lane shapes. */
@@ -566,6 +697,17 @@ std::string variant_name(const tsc_plan* plan, const Variant& v) {
     const tsc::TileCfgInfo ci = tsc::tile_cfg_info(plan->geom, v.cfg);
     return "tile(kt=" + std::to_string(ci.kt) + ",px=" + std::to_string(ci.ph) + "x" + std::to_string(ci.pw) +
            ",split=" + std::to_string(v.nsplit) + ",lw=" + std::to_string(1 << v.lw_log2) + (v.vec ? ",vec" : "") + ")";
+}
+
+void remember_choice(tsc_plan* plan, int N, int H, int W, const Variant& v) {
+    std::lock_guard<std::mutex> lock(plan->mu);
+    for (size_t i = 0; i < plan->tuned.size(); ++i)
+        if (plan->tuned[i].N == N && plan->tuned[i].H == H && plan->tuned[i].W == W) {
+            plan->tuned[i].v = v;
+            return;
+        }
+    Tuned t = {N, H, W, v};
+    plan->tuned.push_back(t);
 }
 
 size_t copy_out(const std::string& s, char* buf, size_t buf_len) {
@@ -647,29 +789,27 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
     }
     std::vector<float> bias(desc->K, 0.0f);
     if (weights->bias) std::memcpy(bias.data(), weights->bias, sizeof(float) * desc->K);
-    if ((st = upload(&p->gentries, ge.data(), ge.size())) != TSC_OK ||
-        (st = upload(&p->growoff, weights->row_offsets, (size_t)desc->K + 1)) != TSC_OK ||
-        (st = upload(&p->bias, bias.data(), bias.size())) != TSC_OK) {
+    if ((st = upload(&p->gentries, ge.data(), ge.size(), &p->base_bytes)) != TSC_OK ||
+        (st = upload(&p->growoff, weights->row_offsets, (size_t)desc->K + 1, &p->base_bytes)) != TSC_OK ||
+        (st = upload(&p->bias, bias.data(), bias.size(), &p->base_bytes)) != TSC_OK) {
         free_plan(p);
         return st;
     }
+    /* host copy of the canonical CSR: the other layouts are built from it when needed */
+    p->h_rowoff.assign(weights->row_offsets, weights->row_offsets + desc->K + 1);
+    if (p->nnz > 0) {
+        p->h_idx.assign(weights->indices, weights->indices + p->nnz);
+        p->h_val.assign(weights->values, weights->values + p->nnz);
+    }
     if (layout == TSC_NCHW)
         for (int c = 0; c < kSmemCfgCount; ++c)
-            if ((st = build_smem_layout(p, weights, c, &p->slay[c])) != TSC_OK) {
-                free_plan(p);
-                return st;
-            }
+            build_smem_layout(p, weights, c, &p->slay[c], false); /* geometry only */
     p->geom = tile_geom_of(desc, layout);
     if (p->geom >= 0) {
-        bool need[3] = {false, false, false};
-        for (int c = 0; c < tsc::TILE_CFGS; ++c) need[lay_index(tsc::tile_cfg_info(p->geom, c).kt)] = true;
-        const int kts[3] = {8, 16, 32};
-        for (int i = 0; i < 3; ++i) {
-            if (!need[i]) continue;
-            if ((st = build_tile_layout(p, weights, kts[i], &p->lay[i])) != TSC_OK) {
-                free_plan(p);
-                return st;
-            }
+        for (int c = 0; c < tsc::TILE_CFGS; ++c) { /* geometry only; arrays built by tune / set_choice */
+            const int kt = tsc::tile_cfg_info(p->geom, c).kt;
+            p->lay[lay_index(kt)].kt = kt;
+            p->lay[lay_index(kt)].groups = (desc->K + kt - 1) / kt;
         }
         if (dev >= 0 && dev < 64) {
             const int bytes = p->smem_optin;
@@ -680,6 +820,14 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         }
         cudaGetLastError();
     }
+    /* the layouts the heuristic can pick for some input shape (enqueue never allocates) */
+    bool keep[kKeyCount];
+    needed_keys(p, keep);
+    for (int k = 1; k < kKeyCount; ++k)
+        if (keep[k] && (st = ensure_key(p, k)) != TSC_OK) {
+            free_plan(p);
+            return st;
+        }
     *plan = p;
     return TSC_OK;
 }
@@ -716,9 +864,19 @@ tsc_status tsc_plan_tune(tsc_plan* plan, int32_t N, int32_t H, int32_t W, const 
     if ((ce = cudaEventCreate(&e0)) != cudaSuccess) return cuda_fail(ce, "cudaEventCreate");
     if ((ce = cudaEventCreate(&e1)) != cudaSuccess) { cudaEventDestroy(e0); return cuda_fail(ce, "cudaEventCreate"); }
     float best = 1e30f;
-    Variant bestv = heuristic_variant(plan, N, H, W, P, Q);
+    Variant bestv = chosen_variant(plan, N, H, W, P, Q);
     const int reps = 5;
+    std::vector<int> keys(cands.size());
+    for (size_t i = 0; i < cands.size(); ++i) keys[i] = layout_key(plan, cands[i]);
     for (size_t i = 0; i < cands.size(); ++i) {
+        if (i > 0) { /* free the layouts no remaining candidate, nor the best so far, uses (bounded peak) */
+            bool extra[kKeyCount];
+            for (int k = 0; k < kKeyCount; ++k) extra[k] = false;
+            extra[layout_key(plan, bestv)] = true;
+            for (size_t j = i; j < cands.size(); ++j) extra[keys[j]] = true;
+            prune_layouts(plan, extra);
+        }
+        if (ensure_key(plan, keys[i]) != TSC_OK) continue; /* e.g. out of memory: skip this candidate */
         st = launch_variant(plan, cands[i], N, H, W, P, Q, input, output, s); /* warm-up */
         if (st != TSC_OK) continue;
         float tmin = 1e30f;
@@ -728,6 +886,7 @@ tsc_status tsc_plan_tune(tsc_plan* plan, int32_t N, int32_t H, int32_t W, const 
             cudaEventRecord(e1, s);
             if ((ce = cudaEventSynchronize(e1)) != cudaSuccess) {
                 cudaEventDestroy(e0); cudaEventDestroy(e1);
+                prune_layouts(plan, nullptr);
                 return cuda_fail(ce, "tuning run");
             }
             float ms = 0.0f;
@@ -739,15 +898,78 @@ tsc_status tsc_plan_tune(tsc_plan* plan, int32_t N, int32_t H, int32_t W, const 
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
     g_last_error.clear();
-    std::lock_guard<std::mutex> lock(plan->mu);
-    for (size_t i = 0; i < plan->tuned.size(); ++i)
-        if (plan->tuned[i].N == N && plan->tuned[i].H == H && plan->tuned[i].W == W) {
-            plan->tuned[i].v = bestv;
-            return TSC_OK;
-        }
-    Tuned t = {N, H, W, bestv};
-    plan->tuned.push_back(t);
+    remember_choice(plan, N, H, W, bestv);
+    prune_layouts(plan, nullptr); /* keep the winner's layout (now needed), free the losers' */
     return TSC_OK;
+}
+
+tsc_status tsc_plan_get_choice(const tsc_plan* plan, int32_t N, int32_t H, int32_t W, int32_t* variant_id) {
+    g_last_error.clear();
+    if (!plan) return fail(TSC_ERR_INVALID_ARGUMENT, "plan is NULL");
+    if (!variant_id) return fail(TSC_ERR_INVALID_ARGUMENT, "variant_id is NULL");
+    if (N < 1) return fail(TSC_ERR_INVALID_ARGUMENT, "batch N must be >= 1");
+    int P = 0, Q = 0;
+    tsc_status st = out_dims(&plan->d, H, W, &P, &Q);
+    if (st != TSC_OK) return st;
+    *variant_id = encode_variant(chosen_variant(plan, N, H, W, P, Q));
+    return TSC_OK;
+}
+
+tsc_status tsc_plan_set_choice(tsc_plan* plan, int32_t N, int32_t H, int32_t W, int32_t variant_id) {
+    g_last_error.clear();
+    if (!plan) return fail(TSC_ERR_INVALID_ARGUMENT, "plan is NULL");
+    if (N < 1) return fail(TSC_ERR_INVALID_ARGUMENT, "batch N must be >= 1");
+    int P = 0, Q = 0;
+    tsc_status st = out_dims(&plan->d, H, W, &P, &Q);
+    if (st != TSC_OK) return st;
+    if (variant_id < 0 || variant_id >= (1 << 17))
+        return fail(TSC_ERR_INVALID_ARGUMENT, "unknown variant id " + std::to_string(variant_id));
+    const Variant v = decode_variant(variant_id);
+    const std::vector<Variant> cands = candidates(plan, N, H, W, P, Q, nullptr, nullptr);
+    bool found = false;
+    for (size_t i = 0; i < cands.size() && !found; ++i) found = same_variant(cands[i], v);
+    if (!found)
+        return fail(TSC_ERR_INVALID_ARGUMENT, "variant id " + std::to_string(variant_id) +
+                                                  " is unknown or cannot run input " + std::to_string(N) + "x" +
+                                                  std::to_string(H) + "x" + std::to_string(W) + " with this plan");
+    if ((st = ensure_key(plan, layout_key(plan, v))) != TSC_OK) return st;
+    remember_choice(plan, N, H, W, v);
+    prune_layouts(plan, nullptr);
+    return TSC_OK;
+}
+
+size_t tsc_plan_device_bytes(const tsc_plan* plan) { return plan ? device_bytes(plan) : 0; }
+
+tsc_status tsc_plan_tune_scratch(tsc_plan* plan, int32_t N, int32_t H, int32_t W) {
+    g_last_error.clear();
+    int P = 0, Q = 0;
+    const int dummy = 1;
+    tsc_status st = check_enqueue_args(plan, N, H, W, &dummy, const_cast<int*>(&dummy), &P, &Q);
+    if (st != TSC_OK) return st;
+    const size_t es = plan->dtype == TSC_FLOAT16 ? 2 : 4;
+    const size_t in_bytes = (size_t)N * plan->d.C * H * W * es, out_bytes = (size_t)N * plan->d.K * P * Q * es;
+    const size_t ws_bytes = tsc_workspace_size(plan, N, H, W);
+    void *x = nullptr, *y = nullptr, *ws = nullptr;
+    cudaStream_t s = nullptr;
+    cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    if (e != cudaSuccess) return cuda_fail(e, "cudaStreamCreate");
+    if ((e = cudaMalloc(&x, in_bytes)) != cudaSuccess || (e = cudaMalloc(&y, out_bytes)) != cudaSuccess ||
+        (ws_bytes && (e = cudaMalloc(&ws, ws_bytes)) != cudaSuccess) ||
+        (e = cudaMemsetAsync(x, 0, in_bytes, s)) != cudaSuccess) {
+        st = e == cudaErrorMemoryAllocation ? fail(TSC_ERR_OUT_OF_MEMORY, "cudaMalloc of the tuning scratch buffers failed")
+                                            : cuda_fail(e, "tuning scratch buffers");
+    } else {
+        st = tsc_plan_tune(plan, N, H, W, x, y, ws, s);
+    }
+    std::string err = g_last_error;
+    cudaStreamSynchronize(s);
+    cudaFree(x);
+    cudaFree(y);
+    cudaFree(ws);
+    cudaStreamDestroy(s);
+    cudaGetLastError();
+    g_last_error = err;
+    return st;
 }
 
 size_t tsc_plan_describe(const tsc_plan* plan, char* buf, size_t buf_len) {
@@ -756,7 +978,7 @@ size_t tsc_plan_describe(const tsc_plan* plan, char* buf, size_t buf_len) {
                     " layout=" + (plan->layout == TSC_NHWC ? "NHWC" : "NCHW") + " K=" + std::to_string(plan->d.K) +
                     " C=" + std::to_string(plan->d.C) + " R=" + std::to_string(plan->d.R) + " S=" +
                     std::to_string(plan->d.S) + " nnz=" + std::to_string(plan->nnz) +
-                    " tile_geom=" + std::to_string(plan->geom);
+                    " tile_geom=" + std::to_string(plan->geom) + " device_bytes=" + std::to_string(device_bytes(plan));
     {
         std::lock_guard<std::mutex> lock(plan->mu);
         for (size_t i = 0; i < plan->tuned.size(); ++i) {
@@ -793,6 +1015,8 @@ tsc_status tsc_plan_enqueue_variant(const tsc_plan* plan, int32_t index, int32_t
     if (st != TSC_OK) return st;
     std::vector<Variant> c = candidates(plan, N, H, W, P, Q, input, output);
     if (index < 0 || index >= (int)c.size()) return fail(TSC_ERR_INVALID_ARGUMENT, "variant index out of range");
+    /* builds the variant's layout on first use (allocates: tests and benchmarks only, not graph-capturable) */
+    if ((st = ensure_key(plan, layout_key(plan, c[index]))) != TSC_OK) return st;
     return launch_variant(plan, c[index], N, H, W, P, Q, input, output, static_cast<cudaStream_t>(stream));
 }
 

@@ -3,9 +3,12 @@
  *
  * Pure CUDA, no TensorRT include. Host code is C++14 (JetPack 4.6: gcc 7, CUDA 10.2).
  * Weights come in the canonical CSR form of docs/FORMAT.md (host memory, fp32
- * values); tsc_plan_create validates them, re-layouts them for the kernels and
- * uploads them. A plan is immutable after creation and may be used from several
- * streams at once (enqueue keeps no per-call state in the plan).
+ * values); tsc_plan_create validates them, keeps a host copy and uploads the
+ * layouts of the variants its heuristic can pick (not every variant: plan memory,
+ * docs/PERFORMANCE.md). Enqueue never allocates and keeps no per-call state, so a
+ * plan may be used from several streams at once, also inside CUDA graph capture.
+ * tsc_plan_tune and tsc_plan_set_choice are build-time calls: they build and free
+ * device layouts and must not run concurrently with enqueue on the same plan.
  */
 #ifndef TRT_SPARSE_SPARSE_CONV_H
 #define TRT_SPARSE_SPARSE_CONV_H
@@ -79,7 +82,9 @@ TSC_API void tsc_plan_destroy(tsc_plan* plan);
 
 /* Optional: time the kernel variants for this input shape on `stream` and remember
  * the fastest (like TensorRT tactics). Without it enqueue uses a heuristic choice.
- * Buffers are scratch device buffers of the enqueue sizes (contents overwritten). */
+ * Buffers are scratch device buffers of the enqueue sizes (contents overwritten).
+ * Builds each candidate's layout while timing it, keeps the winner's and frees the
+ * others before returning. Synchronizes `stream`; not concurrently with enqueue. */
 TSC_API tsc_status tsc_plan_tune(tsc_plan* plan, int32_t N, int32_t H, int32_t W,
                                  const void* input, void* output, void* workspace, void* stream);
 
@@ -91,8 +96,30 @@ TSC_API size_t tsc_workspace_size(const tsc_plan* plan, int32_t N, int32_t H, in
 TSC_API tsc_status tsc_enqueue(const tsc_plan* plan, int32_t N, int32_t H, int32_t W,
                                const void* input, void* output, void* workspace, void* stream);
 
-/* Describe the plan (dtype, nnz, chosen variants) into buf; returns needed length. */
+/* Describe the plan (dtype, nnz, device_bytes, tuned variants) into buf; returns needed length. */
 TSC_API size_t tsc_plan_describe(const tsc_plan* plan, char* buf, size_t buf_len);
+
+/* ---- added in the same ABI version 1 (backward compatible additions) ---- */
+
+/* Variant enqueue uses for input N x H x W (tuned or heuristic) as a variant id.
+ * Ids are stable across processes for the same library build and the same weights
+ * (they encode the kernel kind and its configuration, not a list position), so a
+ * tuned choice can be stored (e.g. in a serialized TensorRT plugin) and re-applied. */
+TSC_API tsc_status tsc_plan_get_choice(const tsc_plan* plan, int32_t N, int32_t H, int32_t W, int32_t* variant_id);
+
+/* Make variant_id the choice for input N x H x W (as if tuned) and build its layout.
+ * TSC_ERR_INVALID_ARGUMENT for an unknown id or one that cannot run this shape with
+ * this plan. Build-time call: allocates; not concurrently with enqueue. */
+TSC_API tsc_status tsc_plan_set_choice(tsc_plan* plan, int32_t N, int32_t H, int32_t W, int32_t variant_id);
+
+/* Device bytes the plan holds now (weights in every built layout + bias). */
+TSC_API size_t tsc_plan_device_bytes(const tsc_plan* plan);
+
+/* tsc_plan_tune for input N x H x W on scratch input/output buffers (and workspace) that
+ * the library allocates, zero-fills and frees itself, on a private stream that it
+ * synchronizes and destroys: for callers without CUDA runtime calls (the TensorRT
+ * plugin at engine build time). Not inside graph capture; not concurrently with enqueue. */
+TSC_API tsc_status tsc_plan_tune_scratch(tsc_plan* plan, int32_t N, int32_t H, int32_t W);
 
 #ifdef __cplusplus
 }
