@@ -106,6 +106,11 @@ uint64_t blobChecksum(void const* data, size_t length)
     return h;
 }
 
+size_t serializedSize(ConvSpec const& s, Tactic const& tactic)
+{
+    return serializedSize(s) + (checkTactic(tactic) ? kTacticLength * sizeof(int32_t) : 0);
+}
+
 size_t serializedSize(ConvSpec const& s)
 {
     return 3 * sizeof(uint32_t) + kHeaderScalars * sizeof(int32_t) + 2 * sizeof(float) + 5 * sizeof(uint32_t)
@@ -116,11 +121,25 @@ size_t serializedSize(ConvSpec const& s)
 
 void serializeSpec(ConvSpec const& s, int32_t dtypeTag, void* buffer)
 {
+    serializeSpec(s, dtypeTag, Tactic(), buffer);
+}
+
+void serializeSpec(ConvSpec const& s, int32_t dtypeTag, Tactic const& tactic, void* buffer)
+{
     unsigned char* const begin = static_cast<unsigned char*>(buffer);
     Writer w(begin);
+    bool const withTactic = checkTactic(tactic);
     w.put<uint32_t>(kBlobMagic);
-    w.put<uint32_t>(kBlobVersion);
+    w.put<uint32_t>(withTactic ? kBlobVersionTactic : kBlobVersion);
     w.put<int32_t>(dtypeTag);
+    if (withTactic)
+    {
+        int32_t const t[kTacticLength] = {tactic.id, tactic.n, tactic.h, tactic.w, tactic.dtype};
+        for (int32_t v : t)
+        {
+            w.put<int32_t>(v);
+        }
+    }
     int32_t const scalars[kHeaderScalars] = {s.format_version, s.K, s.C, s.R, s.S, s.stride_h, s.stride_w, s.pad_top,
         s.pad_left, s.pad_bottom, s.pad_right, s.dilation_h, s.dilation_w, s.activation, s.weight_format};
     for (int32_t v : scalars)
@@ -138,6 +157,13 @@ void serializeSpec(ConvSpec const& s, int32_t dtypeTag, void* buffer)
 }
 
 bool deserializeSpec(void const* data, size_t length, ConvSpec& out, int32_t& dtypeTag, std::string& err)
+{
+    Tactic ignored;
+    return deserializeSpec(data, length, out, dtypeTag, ignored, err);
+}
+
+bool deserializeSpec(
+    void const* data, size_t length, ConvSpec& out, int32_t& dtypeTag, Tactic& tacticOut, std::string& err)
 {
     if (data == nullptr)
     {
@@ -159,10 +185,10 @@ bool deserializeSpec(void const* data, size_t length, ConvSpec& out, int32_t& dt
         err = "serialized data does not start with the SparseConv2d magic number (not this plugin's data)";
         return false;
     }
-    if (version != kBlobVersion)
+    if (version != kBlobVersion && version != kBlobVersionTactic)
     {
-        err = "serialized data has blob version " + std::to_string(version) + ", this library reads version "
-            + std::to_string(kBlobVersion);
+        err = "serialized data has blob version " + std::to_string(version) + ", this library reads versions "
+            + std::to_string(kBlobVersion) + " and " + std::to_string(kBlobVersionTactic);
         return false;
     }
     size_t const body = length - kChecksumBytes;
@@ -178,6 +204,11 @@ bool deserializeSpec(void const* data, size_t length, ConvSpec& out, int32_t& dt
     int32_t tag = -1;
     int32_t scalars[kHeaderScalars];
     bool ok = r.get(tag);
+    Tactic tactic;
+    if (version == kBlobVersionTactic)
+    {
+        ok = ok && r.get(tactic.id) && r.get(tactic.n) && r.get(tactic.h) && r.get(tactic.w) && r.get(tactic.dtype);
+    }
     for (size_t i = 0; ok && i < kHeaderScalars; ++i)
     {
         ok = r.get(scalars[i]);
@@ -198,6 +229,11 @@ bool deserializeSpec(void const* data, size_t length, ConvSpec& out, int32_t& dt
     if (tag < -1 || tag > 1)
     {
         err = "serialized data has an unknown data type tag " + std::to_string(tag);
+        return false;
+    }
+    if (version == kBlobVersionTactic && !checkTactic(tactic))
+    {
+        err = "serialized data has an invalid tactic (id " + std::to_string(tactic.id) + ")";
         return false;
     }
     s.format_version = scalars[0];
@@ -222,6 +258,7 @@ bool deserializeSpec(void const* data, size_t length, ConvSpec& out, int32_t& dt
     }
     out = std::move(s);
     dtypeTag = tag;
+    tacticOut = tactic;
     return true;
 }
 

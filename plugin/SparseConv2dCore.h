@@ -26,7 +26,8 @@ extern char const* const kPluginVersion;   // "1"
 extern char const* const kPluginNamespace; // ""
 constexpr int32_t kFormatVersion = 1;      // docs/FORMAT.md
 constexpr uint32_t kBlobMagic = 0x31435354U; // "TSC1" little-endian
-constexpr uint32_t kBlobVersion = 1U;
+constexpr uint32_t kBlobVersion = 1U;       // blobs without a tactic (read and written)
+constexpr uint32_t kBlobVersionTactic = 2U; // blobs with a tactic after the dtype tag (read and written)
 constexpr int64_t kPacked32MaxIndex = 65536;
 
 // Numeric values of nvinfer1::PluginFieldType (identical in TensorRT 8.x .. 11.x).
@@ -97,6 +98,27 @@ struct ConvSpec
     int64_t crs() const { return static_cast<int64_t>(C) * R * S; }
 };
 
+// ---- tuned kernel choice persisted with the plugin ----
+// Variant id of tsc_plan_get_choice for input n x h x w of kernel dtype `dtype` (tsc_dtype),
+// chosen by tsc_plan_tune at engine build time and re-applied with tsc_plan_set_choice.
+// Serialized as the optional field "tactic" (kINT32, 5 values: id, n, h, w, dtype; V3) or
+// inside the V2 blob (version 2). Not part of the ONNX node's attributes.
+struct Tactic
+{
+    int32_t id{-1};
+    int32_t n{0}, h{0}, w{0};
+    int32_t dtype{-1};
+    bool valid() const { return id >= 0; }
+};
+extern char const* const kTacticField; // "tactic"
+constexpr int32_t kTacticLength = 5;
+constexpr int32_t kTacticIdLimit = 1 << 17; // ids are below this (plugin/kernels/sparse_conv.cu encoding)
+// True if every value is in range (id in [0, kTacticIdLimit), n/h/w >= 1, dtype 0 or 1).
+bool checkTactic(Tactic const& t);
+// Reads "tactic" from a field collection: absent -> t invalid and true; present and malformed
+// -> false with err (callers warn and ignore it: the tactic is only a performance choice).
+bool parseTactic(FieldView const* fields, int32_t nbFields, Tactic& t, std::string& err);
+
 // Parse a TensorRT field collection into spec (defaults for absent optional fields)
 // and validate it. On failure returns false and err names the field and the reason.
 bool parseFields(FieldView const* fields, int32_t nbFields, ConvSpec& spec, std::string& err);
@@ -117,12 +139,18 @@ struct FieldScratch
 // the same set and types parseFields reads (strings are not included).
 std::vector<FieldView> specToFields(ConvSpec const& spec, FieldScratch& scratch);
 
-// ---- V2 binary blob: magic, version, dtype tag, geometry, arrays, FNV-1a checksum ----
+// ---- V2 binary blob: magic, version, dtype tag, [tactic: 5 int32, version 2 only], geometry,
+// arrays, FNV-1a checksum. Version 1 is written when there is no valid tactic (byte-identical to
+// older builds), version 2 with one; both are read. ----
 size_t serializedSize(ConvSpec const& spec);
-// Writes exactly serializedSize(spec) bytes. dtypeTag: -1 unknown, else the configured tsc_dtype.
+size_t serializedSize(ConvSpec const& spec, Tactic const& tactic);
+// Writes exactly serializedSize(spec[, tactic]) bytes. dtypeTag: -1 unknown, else the configured tsc_dtype.
 void serializeSpec(ConvSpec const& spec, int32_t dtypeTag, void* buffer);
-// Bounds-checked: never reads past data+length; validates the result.
+void serializeSpec(ConvSpec const& spec, int32_t dtypeTag, Tactic const& tactic, void* buffer);
+// Bounds-checked: never reads past data+length; validates the result (a version 2 tactic too).
 bool deserializeSpec(void const* data, size_t length, ConvSpec& spec, int32_t& dtypeTag, std::string& err);
+bool deserializeSpec(
+    void const* data, size_t length, ConvSpec& spec, int32_t& dtypeTag, Tactic& tactic, std::string& err);
 // FNV-1a 64 of the blob body (the last 8 bytes of a blob hold it).
 uint64_t blobChecksum(void const* data, size_t length);
 

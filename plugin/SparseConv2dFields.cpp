@@ -223,6 +223,53 @@ bool readString(FieldView const& f, std::string& dst, std::string& err)
 
 } // namespace
 
+char const* const kTacticField = "tactic";
+
+bool checkTactic(Tactic const& t)
+{
+    return t.id >= 0 && t.id < kTacticIdLimit && t.n >= 1 && t.h >= 1 && t.w >= 1
+        && (t.dtype == 0 || t.dtype == 1);
+}
+
+bool parseTactic(FieldView const* fields, int32_t nbFields, Tactic& out, std::string& err)
+{
+    out = Tactic();
+    if (nbFields < 0 || (nbFields > 0 && fields == nullptr))
+    {
+        err = "invalid field collection";
+        return false;
+    }
+    for (int32_t i = 0; i < nbFields; ++i)
+    {
+        FieldView const& f = fields[i];
+        if (f.name == nullptr || std::strcmp(f.name, kTacticField) != 0)
+        {
+            continue;
+        }
+        if (f.type != static_cast<int32_t>(FieldType::kINT32) || f.length != kTacticLength || f.data == nullptr)
+        {
+            err = quoted(kTacticField) + " must be kINT32 with " + std::to_string(kTacticLength) + " values";
+            return false;
+        }
+        int32_t v[kTacticLength];
+        std::memcpy(v, f.data, sizeof(v));
+        Tactic t;
+        t.id = v[0];
+        t.n = v[1];
+        t.h = v[2];
+        t.w = v[3];
+        t.dtype = v[4];
+        if (!checkTactic(t))
+        {
+            err = quoted(kTacticField) + " has out-of-range values (id " + std::to_string(t.id) + ")";
+            return false;
+        }
+        out = t;
+        return true;
+    }
+    return true;
+}
+
 std::vector<FieldDecl> const& fieldDecls()
 {
     static std::vector<FieldDecl> const decls = {
@@ -280,6 +327,10 @@ bool parseFields(FieldView const* fields, int32_t nbFields, ConvSpec& out, std::
         {
             err = quoted(f.name) + " has " + std::to_string(f.length) + " entries but no data";
             return false;
+        }
+        if (name == kTacticField)
+        {
+            continue; // the plugin's tuned kernel choice (parseTactic), not a node attribute
         }
         bool known = false;
         for (FieldDecl const& d : fieldDecls())

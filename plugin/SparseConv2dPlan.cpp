@@ -117,7 +117,79 @@ tsc_status SparseConvState::ensurePlan(std::string& err)
     mPlan.reset();
     tsc_status status = TSC_OK;
     mPlan = KernelPlan::create(*mSpec, static_cast<tsc_dtype>(mDtype), status, err);
+    if (status == TSC_OK && mPlan != nullptr)
+    {
+        applyTactic();
+    }
     return status;
+}
+
+void SparseConvState::setTactic(Tactic const& t)
+{
+    mTactic = checkTactic(t) ? t : Tactic();
+    if (mPlan != nullptr)
+    {
+        applyTactic();
+    }
+}
+
+void SparseConvState::applyTactic()
+{
+    if (!mTactic.valid() || mPlan == nullptr || mTactic.dtype != static_cast<int32_t>(mPlan->dtype()))
+    {
+        return;
+    }
+    tsc_status const st = tsc_plan_set_choice(mPlan->get(), mTactic.n, mTactic.h, mTactic.w, mTactic.id);
+    if (st != TSC_OK)
+    {
+        // e.g. an engine built with another kernel library build: the heuristic choice still runs
+        logMessage(LogLevel::kWARNING,
+            "stored tactic " + std::to_string(mTactic.id) + " not applied (heuristic choice used): "
+                + tscError("tsc_plan_set_choice", st) + " [" + describeSpec(*mSpec) + "]");
+    }
+}
+
+void SparseConvState::tune(int64_t n, int64_t h, int64_t w, char const* where)
+{
+    if (!fitsInt32(n) || !fitsInt32(h) || !fitsInt32(w) || n < 1 || h < 1 || w < 1)
+    {
+        return;
+    }
+    if (mPlan == nullptr || (mDtype != TSC_FLOAT32 && mDtype != TSC_FLOAT16))
+    {
+        return; // no device here (plan deferred): nothing to time
+    }
+    if (mTactic.valid() && mTactic.n == n && mTactic.h == h && mTactic.w == w && mTactic.dtype == mDtype)
+    {
+        return;
+    }
+    int32_t const n32 = static_cast<int32_t>(n);
+    int32_t const h32 = static_cast<int32_t>(h);
+    int32_t const w32 = static_cast<int32_t>(w);
+    char const* call = "tsc_plan_tune_scratch";
+    tsc_status st = tsc_plan_tune_scratch(mPlan->get(), n32, h32, w32);
+    int32_t id = -1;
+    if (st == TSC_OK)
+    {
+        call = "tsc_plan_get_choice";
+        st = tsc_plan_get_choice(mPlan->get(), n32, h32, w32, &id);
+    }
+    if (st != TSC_OK)
+    {
+        logMessage(LogLevel::kWARNING,
+            std::string(where) + ": kernel tuning skipped (heuristic choice used): " + tscError(call, st));
+        return;
+    }
+    Tactic t;
+    t.id = id;
+    t.n = n32;
+    t.h = h32;
+    t.w = w32;
+    t.dtype = mDtype;
+    mTactic = checkTactic(t) ? t : Tactic();
+    logMessage(LogLevel::kINFO,
+        std::string(where) + ": tuned kernel variant " + std::to_string(id) + " for input " + std::to_string(n) + "x"
+            + std::to_string(h) + "x" + std::to_string(w) + " [" + describeSpec(*mSpec) + "]");
 }
 
 int32_t SparseConvState::preparePlan(char const* where)

@@ -72,6 +72,17 @@ public:
 
     void releasePlan() { mPlan.reset(); }
 
+    // Tuned kernel choice (serialized with the plugin). setTactic: from a deserialized plugin; it is
+    // applied (tsc_plan_set_choice) whenever a plan of the tactic's dtype is created.
+    Tactic const& tactic() const { return mTactic; }
+    void setTactic(Tactic const& t);
+
+    // ENGINE BUILD time only (never during enqueue / graph capture): time the kernel variants for
+    // input n x h x w on scratch buffers the kernel library allocates and frees itself, and keep the
+    // winner as the tactic. Does nothing without a plan (no CUDA device: TensorRT-RTX on a CPU
+    // machine) or when this shape and dtype are tuned already; a failure only logs a warning.
+    void tune(int64_t n, int64_t h, int64_t w, char const* where);
+
     // Workspace for an input of N x C x H x W (the profile's max); 0 and a warning when
     // no plan can be created here. Remembers the largest value it reported.
     size_t workspaceSize(int64_t N, int64_t H, int64_t W);
@@ -86,6 +97,9 @@ private:
     int32_t mDtype{-1};
     size_t mWorkspaceReported{0};
     bool mWorkspaceKnown{false};
+    Tactic mTactic{};
+
+    void applyTactic();
 };
 
 } // namespace trt_sparse

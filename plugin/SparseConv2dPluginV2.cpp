@@ -84,7 +84,8 @@ void SparseConv2dPluginV2::terminate() noexcept
 
 size_t SparseConv2dPluginV2::getSerializationSize() const noexcept
 {
-    return guarded<size_t>("getSerializationSize", 0, [&]() -> size_t { return serializedSize(*mSpec); });
+    return guarded<size_t>(
+        "getSerializationSize", 0, [&]() -> size_t { return serializedSize(*mSpec, mState.tactic()); });
 }
 
 void SparseConv2dPluginV2::serialize(void* buffer) const noexcept
@@ -92,7 +93,7 @@ void SparseConv2dPluginV2::serialize(void* buffer) const noexcept
     guardedVoid("serialize", [&]() {
         if (buffer != nullptr)
         {
-            serializeSpec(*mSpec, mState.dtype(), buffer);
+            serializeSpec(*mSpec, mState.dtype(), mState.tactic(), buffer);
         }
     });
 }
@@ -198,7 +199,18 @@ void SparseConv2dPluginV2::configurePlugin(
             return;
         }
         mState.setDtype(dt);
-        (void) mState.preparePlan("configurePlugin"); // void method: failures resurface (logged) in enqueue
+        // void method: failures resurface (logged) in enqueue
+        if (mState.preparePlan("configurePlugin") == 0 && mBuildPhase)
+        {
+            // engine build: time the kernel variants for the input shape (the profile's max when
+            // dynamic) and keep the winner as the tactic serialized in the blob (no-op without a device)
+            int64_t tn = n, tc = 0, th = h, tw = w;
+            if (tn < 1 || th < 1 || tw < 1)
+            {
+                (void) dims4(in[0].max, tn, tc, th, tw);
+            }
+            mState.tune(tn, th, tw, "configurePlugin");
+        }
     });
 }
 
@@ -283,6 +295,7 @@ IPluginV2* SparseConv2dCreatorV2::createPlugin(char const* name, PluginFieldColl
         }
         auto* plugin = new SparseConv2dPluginV2(layer, std::move(spec), -1);
         plugin->setPluginNamespace(mNamespace.c_str());
+        plugin->setBuildPhase(true);
         return plugin;
     });
 }
@@ -294,14 +307,16 @@ IPluginV2* SparseConv2dCreatorV2::deserializePlugin(
         std::string const layer = name == nullptr ? std::string("?") : std::string(name);
         auto spec = std::make_shared<ConvSpec>();
         int32_t dtypeTag = -1;
+        Tactic tactic;
         std::string err;
-        if (!deserializeSpec(serialData, serialLength, *spec, dtypeTag, err))
+        if (!deserializeSpec(serialData, serialLength, *spec, dtypeTag, tactic, err))
         {
             logMessage(LogLevel::kERROR, "deserializing layer '" + layer + "': " + err);
             return nullptr;
         }
         auto* plugin = new SparseConv2dPluginV2(layer, std::move(spec), dtypeTag);
         plugin->setPluginNamespace(mNamespace.c_str());
+        plugin->setTactic(tactic);
         return plugin;
     });
 }

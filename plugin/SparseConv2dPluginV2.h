@@ -64,11 +64,17 @@ public:
     int32_t enqueue(nvinfer1::PluginTensorDesc const* inputDesc, nvinfer1::PluginTensorDesc const* outputDesc,
         void const* const* inputs, void* const* outputs, void* workspace, cudaStream_t stream) noexcept override;
 
+    // Created for an engine build (createPlugin): configurePlugin tunes the kernel choice. Plugins
+    // from deserializePlugin never tune; they re-apply the tactic stored in the blob.
+    void setBuildPhase(bool build) { mBuildPhase = build; }
+    void setTactic(Tactic const& t) { mState.setTactic(t); }
+
 private:
     std::string mName;
     std::string mNamespace;
     std::shared_ptr<ConvSpec const> mSpec;
     mutable SparseConvState mState;
+    bool mBuildPhase{false};
 };
 
 class SparseConv2dCreatorV2 : public nvinfer1::IPluginCreator

@@ -7,6 +7,8 @@
 
 #include "SparseConv2dTrtUtils.h"
 
+#include <algorithm>
+
 namespace trt_sparse
 {
 
@@ -180,7 +182,19 @@ int32_t SparseConv2dPluginV3::configurePlugin(
             return -1;
         }
         mState.setDtype(dt);
-        return mState.preparePlan("configurePlugin");
+        int32_t const st = mState.preparePlan("configurePlugin");
+        if (st == 0)
+        {
+            // engine build: time the kernel variants for the profile's opt shape (the shape itself when
+            // static), keep the winner as the tactic serialized with the plugin (no-op without a device)
+            int64_t tn = n, tc = 0, th = h, tw = w;
+            if (tn < 1 || th < 1 || tw < 1)
+            {
+                (void) dims4(in[0].opt, tn, tc, th, tw);
+            }
+            mState.tune(tn, th, tw, "configurePlugin");
+        }
+        return st;
     });
 }
 
@@ -271,7 +285,20 @@ IPluginV3* SparseConv2dPluginV3::attachToContext(IPluginResourceContext* /*conte
 PluginFieldCollection const* SparseConv2dPluginV3::getFieldsToSerialize() noexcept
 {
     return guarded<PluginFieldCollection const*>("getFieldsToSerialize", nullptr, [&]() -> PluginFieldCollection const* {
-        mSerialFields = toPluginFields(specToFields(*mSpec, mSerialScratch)); // views into members of this object
+        std::vector<FieldView> views = specToFields(*mSpec, mSerialScratch); // views into members of this object
+        Tactic const& t = mState.tactic();
+        if (t.valid())
+        {
+            int32_t const v[kTacticLength] = {t.id, t.n, t.h, t.w, t.dtype};
+            std::copy(v, v + kTacticLength, mSerialTactic);
+            FieldView tv;
+            tv.name = kTacticField;
+            tv.data = mSerialTactic;
+            tv.type = static_cast<int32_t>(FieldType::kINT32);
+            tv.length = kTacticLength;
+            views.push_back(tv);
+        }
+        mSerialFields = toPluginFields(views);
         mSerialFc.nbFields = static_cast<int32_t>(mSerialFields.size());
         mSerialFc.fields = mSerialFields.data();
         return &mSerialFc;
@@ -301,8 +328,16 @@ IPluginV3* SparseConv2dCreatorV3::createPlugin(
                     + "': " + err);
             return nullptr;
         }
+        Tactic tactic;
+        if (!parseTactic(views.data(), static_cast<int32_t>(views.size()), tactic, err))
+        {
+            logMessage(LogLevel::kWARNING, "layer '" + layer + "': " + err + "; ignored (heuristic kernel choice)");
+            tactic = Tactic();
+        }
         logMessage(LogLevel::kINFO, "created layer '" + layer + "': " + describeSpec(*spec));
-        return new SparseConv2dPluginV3(layer, kPluginNamespace, std::move(spec));
+        auto* plugin = new SparseConv2dPluginV3(layer, kPluginNamespace, std::move(spec));
+        plugin->setTactic(tactic);
+        return plugin;
     });
 }
 

@@ -66,12 +66,16 @@ public:
     // for tests: whether a kernel plan exists and its tsc_dtype (-1 if none)
     int32_t planDtype() const { return mState.hasPlan() ? mState.dtype() : -1; }
 
+    // tuned kernel choice from a deserialized engine (createPlugin kRUNTIME)
+    void setTactic(Tactic const& t) { mState.setTactic(t); }
+
 private:
     std::string mName;
     std::string mNamespace;
     std::shared_ptr<ConvSpec const> mSpec;
     mutable SparseConvState mState; // getWorkspaceSize is const but may create the plan
     FieldScratch mSerialScratch{};
+    int32_t mSerialTactic[kTacticLength]{};
     std::vector<nvinfer1::PluginField> mSerialFields;
     nvinfer1::PluginFieldCollection mSerialFc{};
 };

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One device call for the kernel work: build (sm_90), GPU tests, compute-sanitizer, benchmark.
-#   [DEADLINE=S] bash tools/device_kernels.sh [build] [test] [sanitize] [bench-quick] [variants] [bench-full] [bench-sweep] [ncu]
+#   [DEADLINE=S] bash tools/device_kernels.sh [build] [test] [sanitize] [sanitize-quick] [plan-memory] [bench-quick]
+#                                             [variants] [bench-full] [bench-sweep] [ncu]
+# TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Logs and JSON go to $OUT (default ./device_out); a short table is printed last.
 set -u
@@ -38,6 +40,64 @@ if has sanitize && fits 60; then
     rc=$?; say "$tool rc=$rc"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitize_$tool.log" | tail -3
     [ $rc -eq 0 ] || status=1
   done
+fi
+if has sanitize-quick && fits 40; then
+  say "compute-sanitizer memcheck (small subset + plan memory / choice tests)"
+  compute-sanitizer --tool memcheck --error-exitcode 99 python3 -m pytest -q -m gpu tests/test_kernels_gpu.py \
+    -k "(test_every_variant_matches_reference and (basic or 1x1 or stride2)) or test_plan_memory_is_lazy or test_choice_roundtrip" \
+    >"$OUT/sanitize_quick.log" 2>&1
+  rc=$?; say "memcheck rc=$rc"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitize_quick.log" | tail -3
+  [ $rc -eq 0 ] || status=1
+fi
+if has plan-memory && fits 40; then
+  say "plan device memory: ResNet-50 convs at 90% sparsity, fp32, batch 1 (224x224)"
+  python3 - <<'PY' 2>&1 | tee "$OUT/plan_memory.txt"
+import sys, time
+import numpy as np, torch
+sys.path.insert(0, "tests")
+from kernel_cases import random_sparse_weight
+from trt_sparse import cuda as tcuda
+# (name, C, K, R, stride, input H) of every conv of ResNet-50 v1.5 (torchvision), 224x224 input
+layers = [("conv1", 3, 64, 7, 2, 224)]
+cin, hw = 64, 56
+for si, (planes, blocks) in enumerate(((64, 3), (128, 4), (256, 6), (512, 3))):
+    for b in range(blocks):
+        st = 2 if (b == 0 and si > 0) else 1
+        layers.append(("s%d.b%d.1x1a" % (si, b), cin, planes, 1, 1, hw))
+        layers.append(("s%d.b%d.3x3" % (si, b), planes, planes, 3, st, hw))
+        hw2 = hw // st
+        layers.append(("s%d.b%d.1x1b" % (si, b), planes, planes * 4, 1, 1, hw2))
+        if b == 0:
+            layers.append(("s%d.b%d.down" % (si, b), cin, planes * 4, 1, st, hw))
+        cin, hw = planes * 4, hw2
+rng = np.random.default_rng(0)
+tot = dict(dense=0, nnz=0, create=0, tuned=0, all=0)
+t0 = time.time()
+print("%-14s %5s %5s %2s %2s %8s %10s %10s %10s  (device bytes per plan)" % ("layer", "C", "K", "R", "s", "nnz", "create", "tuned", "all"))
+for name, C, K, R, st, H in layers:
+    sw = random_sparse_weight(rng, K, C, R, R, 0.9)
+    nnz = int(np.asarray(sw.row_offsets)[-1])
+    pad = R // 2
+    plan = tcuda.SparseConvPlan(sw, None, (st, st), (pad, pad, pad, pad))
+    b_create = plan.device_bytes()
+    plan.tune_scratch(1, H, H)
+    b_tuned = plan.device_bytes()
+    x = torch.zeros((1, C, H, H), device="cuda")
+    y = torch.empty(plan.output_shape((1, C, H, H)), device="cuda")
+    for i in range(len(plan.variants(1, H, H))):
+        plan.enqueue_variant(i, x, y)
+    torch.cuda.synchronize()
+    b_all = plan.device_bytes()
+    print("%-14s %5d %5d %2d %2d %8d %10d %10d %10d" % (name, C, K, R, st, nnz, b_create, b_tuned, b_all))
+    for k, v in (("dense", K * C * R * R * 4), ("nnz", nnz), ("create", b_create), ("tuned", b_tuned), ("all", b_all)):
+        tot[k] += v
+    plan.close()
+print("TOTAL %d convs: dense fp32 weights %.1f MB, nnz %d; plan device memory: create %.1f MB (%.1f B/nnz), "
+      "after tune %.1f MB (%.1f B/nnz), every layout built (= eager create before this change) %.1f MB (%.1f B/nnz); %.0f s"
+      % (len(layers), tot["dense"] / 1e6, tot["nnz"], tot["create"] / 1e6, tot["create"] / tot["nnz"],
+         tot["tuned"] / 1e6, tot["tuned"] / tot["nnz"], tot["all"] / 1e6, tot["all"] / tot["nnz"], time.time() - t0))
+PY
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 if has bench-quick && fits 40; then
   say "bench quick (3x3 s1, batch 1)"

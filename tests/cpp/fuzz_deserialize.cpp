@@ -99,12 +99,15 @@ ConvSpec randomSpec()
     return s;
 }
 
-std::vector<unsigned char> blobOf(ConvSpec const& s, int32_t tag)
+// Blob version 1 without a (valid) tactic, version 2 with one.
+std::vector<unsigned char> blobOf(ConvSpec const& s, int32_t tag, Tactic const& tactic = Tactic())
 {
-    std::vector<unsigned char> b(serializedSize(s));
-    serializeSpec(s, tag, b.data());
+    std::vector<unsigned char> b(serializedSize(s, tactic));
+    serializeSpec(s, tag, tactic, b.data());
     return b;
 }
+
+Tactic gLastTactic; // tactic read by the last successful tryBlob
 
 void fixChecksum(std::vector<unsigned char>& b)
 {
@@ -120,7 +123,8 @@ bool tryBlob(std::vector<unsigned char> const& b, ConvSpec& out, int32_t& tag, s
     std::unique_ptr<unsigned char[]> exact(new unsigned char[b.size() == 0 ? 1 : b.size()]);
     if (!b.empty())
         std::memcpy(exact.get(), b.data(), b.size());
-    return deserializeSpec(exact.get(), b.size(), out, tag, err);
+    gLastTactic = Tactic();
+    return deserializeSpec(exact.get(), b.size(), out, tag, gLastTactic, err);
 }
 
 // ---- field collections that own their data, sized exactly by length and type
@@ -162,6 +166,13 @@ struct OwnedFields
         for (size_t i = 0; i < names.size(); ++i)
             v.push_back(FieldView{names[i].c_str(), data[i].empty() ? nullptr : data[i].data(), types[i], lengths[i]});
         return parseFields(v.data(), static_cast<int32_t>(v.size()), s, err);
+    }
+    bool parseTactic(Tactic& t, std::string& err) const
+    {
+        std::vector<FieldView> v;
+        for (size_t i = 0; i < names.size(); ++i)
+            v.push_back(FieldView{names[i].c_str(), data[i].empty() ? nullptr : data[i].data(), types[i], lengths[i]});
+        return trt_sparse::parseTactic(v.data(), static_cast<int32_t>(v.size()), t, err);
     }
 };
 
@@ -207,21 +218,38 @@ int main(int argc, char** argv)
          nFieldsAccepted = 0, nFieldMut = 0, nFieldMutAccepted = 0;
     std::vector<std::string> const names = {"plugin_version", "plugin_namespace", "format_version", "weight_shape",
         "strides", "pads", "dilations", "activation", "clip_min", "clip_max", "weight_format", "row_offsets", "indices",
-        "values", "packed", "bias", "unknown_field", ""};
+        "values", "packed", "bias", "unknown_field", "", "tactic"};
 
     for (long it = 0; it < iterations; ++it)
     {
         ConvSpec const s = randomSpec();
         int32_t const tag = static_cast<int32_t>(rnd(3)) - 1;
-        std::vector<unsigned char> const blob = blobOf(s, tag);
+        Tactic tactic; // half the blobs carry a tuned kernel choice (blob version 2)
+        if (rnd(2))
+        {
+            tactic.id = static_cast<int32_t>(rnd(kTacticIdLimit));
+            tactic.n = 1 + static_cast<int32_t>(rnd(64));
+            tactic.h = 1 + static_cast<int32_t>(rnd(4096));
+            tactic.w = 1 + static_cast<int32_t>(rnd(4096));
+            tactic.dtype = static_cast<int32_t>(rnd(2));
+        }
+        std::vector<unsigned char> const blob = blobOf(s, tag, tactic);
+        size_t const tacticBytes = tactic.valid() ? kTacticLength * 4 : 0;
         ConvSpec out;
         int32_t outTag = -2;
         std::string err;
 
         // valid round trip (also through the field path: what V3 getFieldsToSerialize feeds back)
         ++nValid;
-        if (!tryBlob(blob, out, outTag, err) || outTag != tag || blobOf(out, tag) != blob)
+        if (!tryBlob(blob, out, outTag, err) || outTag != tag || blobOf(out, tag, gLastTactic) != blob
+            || gLastTactic.valid() != tactic.valid() || (tactic.valid() && gLastTactic.id != tactic.id))
             fail("valid", err);
+        {
+            // the version 1 reader path of the same spec (no tactic) still round-trips
+            std::vector<unsigned char> const v1 = blobOf(s, tag);
+            if (!tryBlob(v1, out, outTag, err) || gLastTactic.valid() || blobOf(out, tag) != v1)
+                fail("valid-v1", err);
+        }
         {
             ConvSpec viaFields;
             if (!fieldsOf(s).parse(viaFields, err) || !sameSpec(viaFields, s))
@@ -281,7 +309,7 @@ int main(int argc, char** argv)
             {
                 ++nFixedAccepted;
                 std::string verr;
-                if (!validateSpec(out, verr) || blobOf(out, outTag) != b)
+                if (!validateSpec(out, verr) || blobOf(out, outTag, gLastTactic) != b)
                     fail("fixedsum", "accepted blob that is invalid or misread: " + verr);
             }
         }
@@ -290,7 +318,7 @@ int main(int argc, char** argv)
         {
             ++nLen;
             std::vector<unsigned char> b = blob;
-            size_t pos = 12 + 15 * 4 + 8;
+            size_t pos = 12 + tacticBytes + 15 * 4 + 8;
             int const which = static_cast<int>(rnd(5));
             for (int a = 0; a < which; ++a)
             {
@@ -336,6 +364,9 @@ int main(int argc, char** argv)
                 f.add(names[rnd(names.size())], type, nullptr, len);
                 randomize(f.data.back());
             }
+            Tactic ft;
+            if (f.parseTactic(ft, err) && ft.valid() && !checkTactic(ft))
+                fail("fields", "accepted an out-of-range tactic");
             ConvSpec fs;
             if (f.parse(fs, err))
             {

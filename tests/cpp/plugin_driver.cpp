@@ -95,7 +95,28 @@ struct Lib
     void* handle = nullptr;
     nv::IPluginCreatorV3One* creator = nullptr;
     int32_t (*livePlans)() = nullptr;
+    void (*lastSetChoice)(int32_t*, int32_t) = nullptr; // CPU stub only
 };
+
+// The serialized "tactic" field (id, N, H, W, dtype), if present with the right type and length.
+static bool findTactic(nv::PluginFieldCollection const* fc, int32_t out[5])
+{
+    for (int32_t i = 0; fc != nullptr && i < fc->nbFields; ++i)
+        if (fc->fields[i].name != nullptr && std::strcmp(fc->fields[i].name, "tactic") == 0)
+        {
+            if (fc->fields[i].type != nv::PluginFieldType::kINT32 || fc->fields[i].length != 5)
+                return false;
+            std::memcpy(out, fc->fields[i].data, 5 * sizeof(int32_t));
+            return true;
+        }
+    return false;
+}
+
+static bool noDeviceMode()
+{
+    char const* v = std::getenv("TSC_STUB_NO_DEVICE");
+    return v != nullptr && v[0] == '1';
+}
 
 static nv::IPluginV3OneBuild* buildOf(nv::IPluginV3* p)
 {
@@ -251,6 +272,25 @@ static void runCase(Lib const& lib, Case const& c, nv::DataType dt, bool nulStri
         return;
     }
     copyFields(sf, serial);
+    // build-time tuning: the tactic is serialized for the profile's opt shape and this dtype when a
+    // device (or the CPU stub) is present; absent without one
+    int32_t tactic[5] = {-1, 0, 0, 0, -1};
+    bool const hasTactic = findTactic(sf, tactic);
+    int32_t const tdt = half ? 1 : 0;
+    if (noDeviceMode())
+        CHECK(!hasTactic, "%s: no device, yet a tactic was serialized", c.name);
+    else
+        CHECK(hasTactic && tactic[0] >= 0 && tactic[1] == c.shapes[0][0] && tactic[2] == c.shapes[0][1]
+                && tactic[3] == c.shapes[0][2] && tactic[4] == tdt
+                && (lib.lastSetChoice == nullptr || tactic[0] == 2),
+            "%s: serialized tactic {%d, %d, %d, %d, %d} (expected the opt shape %dx%dx%d, dtype %d)", c.name,
+            tactic[0], tactic[1], tactic[2], tactic[3], tactic[4], c.shapes[0][0], c.shapes[0][1], c.shapes[0][2],
+            tdt);
+    if (lib.lastSetChoice)
+    {
+        int32_t reset[4];
+        lib.lastSetChoice(reset, 1);
+    }
     nv::IPluginV3* p3 = lib.creator->createPlugin(c.name, serial.collection(), nv::TensorRTPhase::kRUNTIME);
     CHECK(p3 != nullptr, "%s: createPlugin(kRUNTIME) from serialized fields", c.name);
     delete p2;
@@ -263,6 +303,13 @@ static void runCase(Lib const& lib, Case const& c, nv::DataType dt, bool nulStri
     if (!p4)
         return;
     nv::IPluginV3OneRuntime* r4 = runtimeOf(p4);
+    {
+        // the deserialized plugin keeps the tactic (re-serializes it unchanged)
+        int32_t again[5] = {-1, 0, 0, 0, -1};
+        bool const has2 = findTactic(r4->getFieldsToSerialize(), again);
+        CHECK(has2 == hasTactic && (!hasTactic || std::memcmp(again, tactic, sizeof(tactic)) == 0),
+            "%s: tactic not round-tripped through serialization", c.name);
+    }
 
     void* dws = devAlloc(ws);
 #ifdef DRIVER_GPU
@@ -365,6 +412,15 @@ static void runCase(Lib const& lib, Case const& c, nv::DataType dt, bool nulStri
 #ifdef DRIVER_GPU
     CUDA_OK(cudaStreamDestroy(stream));
 #endif
+    if (lib.lastSetChoice && hasTactic)
+    {
+        // the plan recreated at runtime got the stored choice through tsc_plan_set_choice
+        int32_t set[4];
+        lib.lastSetChoice(set, 0);
+        CHECK(set[0] == tactic[0] && set[1] == tactic[1] && set[2] == tactic[2] && set[3] == tactic[3],
+            "%s: runtime plan choice {%d, %d, %d, %d}, stored tactic {%d, %d, %d, %d}", c.name, set[0], set[1],
+            set[2], set[3], tactic[0], tactic[1], tactic[2], tactic[3]);
+    }
     delete p4;
     if (plansBefore >= 0)
         CHECK(livePlans(lib) == plansBefore, "%s: %d plans alive after destroy (expected %d)", c.name,
@@ -574,6 +630,7 @@ int main(int argc, char** argv)
             && std::strcmp(lib.creator->getPluginNamespace(), "") == 0,
         "creator name/version/namespace");
     lib.livePlans = reinterpret_cast<int32_t (*)()>(dlsym(lib.handle, "tsc_stub_live_plans"));
+    lib.lastSetChoice = reinterpret_cast<void (*)(int32_t*, int32_t)>(dlsym(lib.handle, "tsc_stub_last_set_choice"));
 
 #ifdef DRIVER_GPU
     size_t free0 = 0, total = 0;

@@ -16,6 +16,7 @@
 #include <cstdio>
 
 extern "C" int32_t tsc_stub_live_plans(void);
+extern "C" void tsc_stub_last_set_choice(int32_t* out4, int32_t reset);
 
 #if defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations" // IPluginV2 / IPluginCreator in 8.5 headers
@@ -156,6 +157,21 @@ static void runCase(nv::IPluginCreator* creator, Case const& c, nv::DataType dt,
     CHECK(p2->initialize() == 0, "initialize");
     std::vector<unsigned char> blob(p2->getSerializationSize());
     p2->serialize(blob.data());
+    // build-time tuning (the stub "picks" variant 2): blob version 2 with the tactic for the profile's max
+    // shape and this dtype right after the dtype tag
+    {
+        int32_t hdr[8] = {0};
+        if (blob.size() >= sizeof(hdr))
+            std::memcpy(hdr, blob.data(), sizeof(hdr));
+        CHECK(hdr[1] == 2 && hdr[3] == 2 && hdr[4] == maxN && hdr[5] == maxH && hdr[6] == maxW
+                && hdr[7] == (half ? 1 : 0),
+            "%s: blob version %d tactic {%d, %d, %d, %d, %d}", c.name, hdr[1], hdr[3], hdr[4], hdr[5], hdr[6], hdr[7]);
+    }
+    std::vector<unsigned char> const blobCopy = blob;
+    {
+        int32_t reset[4];
+        tsc_stub_last_set_choice(reset, 1);
+    }
     // corrupt blobs are refused (no crash, nullptr)
     {
         std::vector<unsigned char> t(blob.begin(), blob.begin() + static_cast<long>(blob.size() / 2));
@@ -175,6 +191,16 @@ static void runCase(nv::IPluginCreator* creator, Case const& c, nv::DataType dt,
         return;
     std::fill(blob.begin(), blob.end(), 0xEE); // the plugin must not keep pointers into the blob
     CHECK(p3->initialize() == 0, "initialize after deserialize");
+    {
+        // the runtime plan got the stored choice, and the plugin re-serializes the same blob
+        int32_t set[4];
+        tsc_stub_last_set_choice(set, 0);
+        CHECK(set[0] == 2 && set[1] == maxN && set[2] == maxH && set[3] == maxW,
+            "%s: runtime plan choice {%d, %d, %d, %d}", c.name, set[0], set[1], set[2], set[3]);
+        std::vector<unsigned char> again(p3->getSerializationSize());
+        p3->serialize(again.data());
+        CHECK(again == blobCopy, "%s: re-serialized blob differs (tactic not round-tripped)", c.name);
+    }
     std::vector<unsigned char> wsBuf(ws + 1);
     std::normal_distribution<float> gauss(0.F, 1.F);
     for (auto const& s : c.shapes)

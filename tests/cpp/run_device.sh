@@ -6,7 +6,7 @@
 #   bash tests/cpp/run_device.sh
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$root"
+cd "$root" || exit 2
 OUT=${OUT:-$root/out-device}
 mkdir -p "$OUT"
 inc=""

@@ -7,6 +7,9 @@
  * plans (tsc_stub_live_plans) so tests can prove that clone/attach/destroy neither leak
  * nor double-free plans. TSC_STUB_NO_DEVICE=1 makes tsc_plan_create fail with
  * TSC_ERR_CUDA, like an engine build on a CPU-only machine.
+ * Kernel choice: the stub knows variant ids 0 (default) and kStubTunedId (what
+ * tsc_plan_tune_scratch "picks"); tsc_stub_last_set_choice reports the last accepted
+ * tsc_plan_set_choice so the drivers can check a tuned choice survives serialization.
  */
 #include "kernels/sparse_conv.h"
 
@@ -24,12 +27,15 @@ struct tsc_plan
     std::vector<int32_t> offsets, indices;
     std::vector<float> values, bias;
     uint32_t magic;
+    int32_t choiceN{0}, choiceH{0}, choiceW{0}, choiceId{-1};
 };
 
 namespace
 {
 std::atomic<int32_t> gLive{0};
 thread_local std::string gLastError;
+constexpr int32_t kStubTunedId = 2;
+std::atomic<int32_t> gLastSet[4] = {{-1}, {0}, {0}, {0}}; // id, N, H, W of the last accepted set_choice
 constexpr uint32_t kLiveMagic = 0x51A7E5U;
 
 tsc_status fail(tsc_status st, std::string const& msg)
@@ -225,6 +231,57 @@ size_t tsc_plan_describe(const tsc_plan* plan, char* buf, size_t buf_len)
         buf[buf_len - 1] = '\0';
     }
     return s.size() + 1;
+}
+
+tsc_status tsc_plan_get_choice(const tsc_plan* plan, int32_t N, int32_t H, int32_t W, int32_t* variant_id)
+{
+    if (!plan || plan->magic != kLiveMagic || !variant_id || N < 1 || H < 1 || W < 1)
+        return fail(TSC_ERR_INVALID_ARGUMENT, "bad plan, pointer or shape");
+    bool const tuned = plan->choiceId >= 0 && plan->choiceN == N && plan->choiceH == H && plan->choiceW == W;
+    *variant_id = tuned ? plan->choiceId : 0;
+    return TSC_OK;
+}
+
+tsc_status tsc_plan_set_choice(tsc_plan* plan, int32_t N, int32_t H, int32_t W, int32_t variant_id)
+{
+    if (!plan || plan->magic != kLiveMagic || N < 1 || H < 1 || W < 1)
+        return fail(TSC_ERR_INVALID_ARGUMENT, "bad plan or shape");
+    if (variant_id != 0 && variant_id != kStubTunedId)
+        return fail(TSC_ERR_INVALID_ARGUMENT, "unknown variant id " + std::to_string(variant_id) + " (stub)");
+    plan->choiceN = N;
+    plan->choiceH = H;
+    plan->choiceW = W;
+    plan->choiceId = variant_id;
+    gLastSet[1] = N;
+    gLastSet[2] = H;
+    gLastSet[3] = W;
+    gLastSet[0] = variant_id;
+    return TSC_OK;
+}
+
+size_t tsc_plan_device_bytes(const tsc_plan* plan)
+{
+    return plan ? plan->values.size() * 8 : 0;
+}
+
+tsc_status tsc_plan_tune_scratch(tsc_plan* plan, int32_t N, int32_t H, int32_t W)
+{
+    if (!plan || plan->magic != kLiveMagic || N < 1 || H < 1 || W < 1)
+        return fail(TSC_ERR_INVALID_ARGUMENT, "bad plan or shape");
+    plan->choiceN = N;
+    plan->choiceH = H;
+    plan->choiceW = W;
+    plan->choiceId = kStubTunedId;
+    return TSC_OK;
+}
+
+// Last accepted tsc_plan_set_choice: writes id, N, H, W (id -1 if none since the last reset).
+__attribute__((visibility("default"))) void tsc_stub_last_set_choice(int32_t* out4, int32_t reset)
+{
+    for (int i = 0; i < 4; ++i)
+        out4[i] = gLastSet[i].load();
+    if (reset)
+        gLastSet[0] = -1;
 }
 
 __attribute__((visibility("default"))) int32_t tsc_stub_live_plans(void)
