@@ -4,6 +4,7 @@
 #include "SparseConv2dPlan.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <limits>
 #include <vector>
 
@@ -158,6 +159,11 @@ void SparseConvState::tune(int64_t n, int64_t h, int64_t w, char const* where)
     if (mPlan == nullptr || (mDtype != TSC_FLOAT32 && mDtype != TSC_FLOAT16))
     {
         return; // no device here (plan deferred): nothing to time
+    }
+    char const* off = std::getenv("TRT_SPARSE_NO_TUNE");
+    if (off != nullptr && off[0] == '1')
+    {
+        return; // heuristic choice only (faster engine builds, e.g. under compute-sanitizer)
     }
     if (mTactic.valid() && mTactic.n == n && mTactic.h == h && mTactic.w == w && mTactic.dtype == mDtype)
     {

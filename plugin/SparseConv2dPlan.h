@@ -80,7 +80,8 @@ public:
     // ENGINE BUILD time only (never during enqueue / graph capture): time the kernel variants for
     // input n x h x w on scratch buffers the kernel library allocates and frees itself, and keep the
     // winner as the tactic. Does nothing without a plan (no CUDA device: TensorRT-RTX on a CPU
-    // machine) or when this shape and dtype are tuned already; a failure only logs a warning.
+    // machine), when this shape and dtype are tuned already, or with env TRT_SPARSE_NO_TUNE=1;
+    // a failure only logs a warning.
     void tune(int64_t n, int64_t h, int64_t w, char const* where);
 
     // Workspace for an input of N x C x H x W (the profile's max); 0 and a warning when
