@@ -274,7 +274,7 @@ class SparseConvPlan(object):
                "tsc_plan_tune_scratch")
 
     def describe(self):
-        """The library's description of the plan (dtype, nnz, tuned variants)."""
+        """The library's description of the plan (dtype, nnz, device_bytes, tuned variants)."""
         size = self._lib.tsc_plan_describe(self._plan, None, 0)
         buf = ctypes.create_string_buffer(int(size))
         self._lib.tsc_plan_describe(self._plan, buf, size)
