@@ -11,10 +11,10 @@ model is never predicted slower than the dense one:
 * ``measured``  -- also needs a measured speedup > 1 from a ``trt-sparse bench-kernels``
   JSON (same geometry, batch and dtype; the nearest measured sparsity).
 """
-import json
 import os
 
 from .errors import TrtSparseError
+from .jsonio import load_json
 
 DEFAULT_MIN_SPARSITY = 0.8
 POLICIES = ("threshold", "model", "measured")
@@ -197,13 +197,7 @@ def _entry_speedup(res):
 
 def load_measurements(path):
     """Parse a bench-kernels JSON into a list of dicts (key, batch, dtype, sparsity, speedup)."""
-    if not os.path.isfile(path):
-        raise TrtSparseError("--measurements: no such file: {}".format(path))
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except ValueError as exc:
-        raise TrtSparseError("--measurements {} is not valid JSON: {}".format(path, exc))
+    doc = load_json(path, "--measurements")
     results = doc.get("results") if isinstance(doc, dict) else None
     if not isinstance(results, list):
         raise TrtSparseError("--measurements {}: expected a bench-kernels JSON with a 'results' list".format(path))

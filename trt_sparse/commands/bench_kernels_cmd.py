@@ -27,6 +27,7 @@ import tempfile
 import numpy as np
 
 from ..errors import TrtSparseError
+from ..jsonio import load_json
 
 HELP = "benchmark the sparse CUDA kernels against cuDNN dense convolution (needs a GPU, torch, the kernel library)"
 
@@ -64,13 +65,7 @@ def _atomic_write(path, text):
 
 def load_layers(path):
     """Layer dicts of a layers JSON; one-line errors for bad files."""
-    if not os.path.isfile(path):
-        raise TrtSparseError("--layers: no such file: {}".format(path))
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except ValueError as exc:
-        raise TrtSparseError("--layers {} is not valid JSON: {}".format(path, exc))
+    doc = load_json(path, "--layers")
     layers = doc.get("layers") if isinstance(doc, dict) else None
     if not isinstance(layers, list) or not layers:
         raise TrtSparseError("--layers {}: expected an object with a non-empty 'layers' list".format(path))
