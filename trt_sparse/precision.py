@@ -167,6 +167,18 @@ def _is_float(vi):
     return vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type == TensorProto.FLOAT
 
 
+def _rename_refs(graph, old, new, outputs):
+    """Point every node input named ``old`` (and, with ``outputs``, every node output) at ``new``."""
+    for node in graph.node:
+        if outputs:
+            for idx, name in enumerate(node.output):
+                if name == old:
+                    node.output[idx] = new
+        for idx, name in enumerate(node.input):
+            if name == old:
+                node.input[idx] = new
+
+
 def _add_io_casts(graph, keep, counter):
     used = {n for node in graph.node for n in list(node.input) + list(node.output)}
     used |= {i.name for i in graph.initializer} | {v.name for v in graph.input} | {v.name for v in graph.output}
@@ -178,10 +190,7 @@ def _add_io_casts(graph, keep, counter):
         if not _is_float(vi) or vi.name in keep or vi.name in init_names:
             continue
         casted = _unique(vi.name + "_fp16", used)
-        for node in graph.node:
-            for idx, name in enumerate(node.input):
-                if name == vi.name:
-                    node.input[idx] = casted
+        _rename_refs(graph, vi.name, casted, outputs=False)
         new_front.append(helper.make_node("Cast", [vi.name], [casted], name=_unique("Cast_in_" + vi.name, used),
                                           to=TensorProto.FLOAT16))
         counter["io_casts"] += 1
@@ -189,13 +198,7 @@ def _add_io_casts(graph, keep, counter):
         if not _is_float(vi) or vi.name in keep or vi.name in input_names:
             continue
         half = _unique(vi.name + "_fp16", used)
-        for node in graph.node:
-            for idx, name in enumerate(node.output):
-                if name == vi.name:
-                    node.output[idx] = half
-            for idx, name in enumerate(node.input):
-                if name == vi.name:
-                    node.input[idx] = half
+        _rename_refs(graph, vi.name, half, outputs=True)
         if vi.name in init_names:  # output is an initializer: cast it like any producer
             new_front.append(helper.make_node("Identity", [vi.name], [half], name=_unique("Id_" + vi.name, used)))
         new_back.append(helper.make_node("Cast", [half], [vi.name], name=_unique("Cast_out_" + vi.name, used),
