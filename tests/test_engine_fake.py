@@ -15,25 +15,12 @@ import pytest
 from trt_sparse import engine, trt_loader
 from trt_sparse.errors import TrtSparseError
 
+from _fake_tensorrt import ILogger
+
 _spec = importlib.util.spec_from_file_location(
     "_trt_sparse_engine_models", os.path.join(os.path.dirname(os.path.abspath(__file__)), "test_engine_models.py"))
 M = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(M)
-
-
-class Severity(enum.IntEnum):
-    INTERNAL_ERROR = 0
-    ERROR = 1
-    WARNING = 2
-    INFO = 3
-    VERBOSE = 4
-
-
-class ILogger:
-    Severity = Severity
-
-    def __init__(self):
-        pass
 
 
 class DataType(enum.Enum):

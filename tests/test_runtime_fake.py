@@ -13,6 +13,8 @@ import pytest
 from trt_sparse import runtime, trt_loader
 from trt_sparse.errors import TrtSparseError
 
+from _fake_tensorrt import ILogger, Severity
+
 
 class FakeCuda:
     """Host-memory stand-in for a CUDA backend (pointers index a dict of bytearrays)."""
@@ -76,21 +78,6 @@ class FakeCuda:
         graph[1]()
 
     def destroy_graph(self, graph):
-        pass
-
-
-class Severity(enum.IntEnum):
-    INTERNAL_ERROR = 0
-    ERROR = 1
-    WARNING = 2
-    INFO = 3
-    VERBOSE = 4
-
-
-class ILogger:
-    Severity = Severity
-
-    def __init__(self):
         pass
 
 
