@@ -21,19 +21,6 @@ using namespace nvinfer1;
 
 namespace
 {
-bool dims4(Dims const& d, int64_t& n, int64_t& c, int64_t& h, int64_t& w)
-{
-    if (d.nbDims != 4)
-    {
-        return false;
-    }
-    n = d.d[0];
-    c = d.d[1];
-    h = d.d[2];
-    w = d.d[3];
-    return true;
-}
-
 DimsExprs failedDims()
 {
     DimsExprs out{};
@@ -138,21 +125,12 @@ DimsExprs SparseConv2dPluginV2::getOutputDimensions(
             logMessage(LogLevel::kERROR, "getOutputDimensions: expects one 4-D NCHW input (layer " + mName + ")");
             return failedDims();
         }
-        ConvSpec const& s = *mSpec;
-        DimsExprs const& in = inputs[0];
-        if (in.d[1] != nullptr && in.d[1]->isConstant() && in.d[1]->getConstantValue() != s.C)
+        if (!inputChannelsMatch(*mSpec, mName, "getOutputDimensions", inputs[0]))
         {
-            logMessage(LogLevel::kERROR, "getOutputDimensions: input has " + std::to_string(in.d[1]->getConstantValue())
-                    + " channels, the weight expects C = " + std::to_string(s.C) + " (layer " + mName + ")");
             return failedDims();
         }
         DimsExprs out{};
-        out.nbDims = 4;
-        out.d[0] = in.d[0];
-        out.d[1] = exprBuilder.constant(static_cast<ExprInt>(s.K));
-        out.d[2] = convOutputExpr(exprBuilder, in.d[2], outputOffsetH(s), s.stride_h, "H");
-        out.d[3] = convOutputExpr(exprBuilder, in.d[3], outputOffsetW(s), s.stride_w, "W");
-        if (out.d[0] == nullptr || out.d[1] == nullptr || out.d[2] == nullptr || out.d[3] == nullptr)
+        if (!convOutputDims(*mSpec, inputs[0], exprBuilder, out))
         {
             return failedDims();
         }
@@ -180,22 +158,10 @@ void SparseConv2dPluginV2::configurePlugin(
     DynamicPluginTensorDesc const* in, int32_t nbInputs, DynamicPluginTensorDesc const* out, int32_t nbOutputs) noexcept
 {
     guardedVoid("configurePlugin", [&]() {
-        if (in == nullptr || out == nullptr || nbInputs != 1 || nbOutputs != 1)
+        int64_t n = 0, h = 0, w = 0;
+        int32_t const dt = configuredDtype(*mSpec, mName, in, nbInputs, out, nbOutputs, n, h, w);
+        if (dt < 0)
         {
-            logMessage(LogLevel::kERROR, "configurePlugin: expects 1 input and 1 output");
-            return;
-        }
-        int64_t n = 0, c = 0, h = 0, w = 0;
-        if (!dims4(in[0].desc.dims, n, c, h, w) || (c >= 0 && c != mSpec->C))
-        {
-            logMessage(LogLevel::kERROR, "configurePlugin: input must be N x " + std::to_string(mSpec->C)
-                    + " x H x W (layer " + mName + ")");
-            return;
-        }
-        int32_t const dt = kernelDtype(in[0].desc.type);
-        if (dt < 0 || out[0].desc.type != in[0].desc.type)
-        {
-            logMessage(LogLevel::kERROR, "configurePlugin: input and output must both be fp32 or both fp16");
             return;
         }
         mState.setDtype(dt);
@@ -236,25 +202,7 @@ int32_t SparseConv2dPluginV2::enqueue(PluginTensorDesc const* inputDesc, PluginT
     void const* const* inputs, void* const* outputs, void* workspace, cudaStream_t stream) noexcept
 {
     return guarded<int32_t>("enqueue", -1, [&]() -> int32_t {
-        if (inputDesc == nullptr || outputDesc == nullptr || inputs == nullptr || outputs == nullptr)
-        {
-            return -1;
-        }
-        int64_t n = 0, c = 0, h = 0, w = 0;
-        int64_t on = 0, k = 0, p = 0, q = 0;
-        if (!dims4(inputDesc[0].dims, n, c, h, w) || !dims4(outputDesc[0].dims, on, k, p, q) || on != n)
-        {
-            logMessage(LogLevel::kERROR, "enqueue: expects 4-D NCHW input and output (layer " + mName + ")");
-            return -1;
-        }
-        int32_t const dt = kernelDtype(inputDesc[0].type);
-        if (dt < 0 || outputDesc[0].type != inputDesc[0].type)
-        {
-            logMessage(LogLevel::kERROR, "enqueue: input and output must both be fp32 or both fp16");
-            return -1;
-        }
-        mState.setDtype(dt);
-        return mState.enqueue(n, c, h, w, k, p, q, inputs[0], outputs[0], workspace, static_cast<void*>(stream));
+        return enqueueConv(mState, mName, inputDesc, outputDesc, inputs, outputs, workspace, stream);
     });
 }
 

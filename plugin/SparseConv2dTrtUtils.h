@@ -7,6 +7,7 @@
 
 #include "NvInferRuntime.h"
 #include "SparseConv2dCore.h"
+#include "SparseConv2dPlan.h"
 #include "kernels/sparse_conv.h"
 
 #include <cstdint>
@@ -118,6 +119,75 @@ inline bool supportedIo(nvinfer1::DataType t, nvinfer1::TensorFormat f)
     return f == nvinfer1::TensorFormat::kLINEAR && kernelDtype(t) >= 0;
 }
 
+// Dims of an input/output: N, C/K, H, W as int64 (false unless 4-D).
+inline bool dims4(nvinfer1::Dims const& d, int64_t& n, int64_t& c, int64_t& h, int64_t& w)
+{
+    if (d.nbDims != 4)
+    {
+        return false;
+    }
+    n = d.d[0];
+    c = d.d[1];
+    h = d.d[2];
+    w = d.d[3];
+    return true;
+}
+
+// configurePlugin's checks shared by both adapters: one 4-D NCHW input with spec.C
+// channels and one output of the same fp32/fp16 type. Sets n, h, w (of in[0].desc) and
+// returns the tsc dtype, or -1 (logged).
+inline int32_t configuredDtype(ConvSpec const& spec, std::string const& name,
+    nvinfer1::DynamicPluginTensorDesc const* in, int32_t nbInputs, nvinfer1::DynamicPluginTensorDesc const* out,
+    int32_t nbOutputs, int64_t& n, int64_t& h, int64_t& w)
+{
+    if (in == nullptr || out == nullptr || nbInputs != 1 || nbOutputs != 1)
+    {
+        logMessage(LogLevel::kERROR, "configurePlugin: expects 1 input and 1 output");
+        return -1;
+    }
+    int64_t c = 0;
+    if (!dims4(in[0].desc.dims, n, c, h, w) || (c >= 0 && c != spec.C))
+    {
+        logMessage(LogLevel::kERROR, "configurePlugin: input must be N x " + std::to_string(spec.C)
+                + " x H x W (layer " + name + ")");
+        return -1;
+    }
+    int32_t const dt = kernelDtype(in[0].desc.type);
+    if (dt < 0 || out[0].desc.type != in[0].desc.type)
+    {
+        logMessage(LogLevel::kERROR, "configurePlugin: input and output must both be fp32 or both fp16");
+        return -1;
+    }
+    return dt;
+}
+
+// The enqueue body shared by both adapters: check the NCHW descriptors and the I/O
+// dtype, then run the kernels of `state` (layer `name` names the layer in errors).
+inline int32_t enqueueConv(SparseConvState& state, std::string const& name,
+    nvinfer1::PluginTensorDesc const* inputDesc, nvinfer1::PluginTensorDesc const* outputDesc,
+    void const* const* inputs, void* const* outputs, void* workspace, cudaStream_t stream)
+{
+    if (inputDesc == nullptr || outputDesc == nullptr || inputs == nullptr || outputs == nullptr)
+    {
+        return -1;
+    }
+    int64_t n = 0, c = 0, h = 0, w = 0;
+    int64_t on = 0, k = 0, p = 0, q = 0;
+    if (!dims4(inputDesc[0].dims, n, c, h, w) || !dims4(outputDesc[0].dims, on, k, p, q) || on != n)
+    {
+        logMessage(LogLevel::kERROR, "enqueue: expects 4-D NCHW input and output (layer " + name + ")");
+        return -1;
+    }
+    int32_t const dt = kernelDtype(inputDesc[0].type);
+    if (dt < 0 || outputDesc[0].type != inputDesc[0].type)
+    {
+        logMessage(LogLevel::kERROR, "enqueue: input and output must both be fp32 or both fp16");
+        return -1;
+    }
+    state.setDtype(dt);
+    return state.enqueue(n, c, h, w, k, p, q, inputs[0], outputs[0], workspace, static_cast<void*>(stream));
+}
+
 // out = floor((in + offset) / stride) + 1 as a TensorRT dimension expression; nullptr
 // (logged) when a constant input gives an output < 1.
 inline nvinfer1::IDimensionExpr const* convOutputExpr(nvinfer1::IExprBuilder& eb,
@@ -177,6 +247,33 @@ inline nvinfer1::IDimensionExpr const* convOutputExpr(nvinfer1::IExprBuilder& eb
         return nullptr;
     }
     return eb.operation(DimensionOperation::kSUM, *q, *eb.constant(1));
+}
+
+// getOutputDimensions / getOutputShapes: false (logged, naming `where`) when the input's
+// channel count is a constant other than spec.C.
+inline bool inputChannelsMatch(
+    ConvSpec const& spec, std::string const& name, char const* where, nvinfer1::DimsExprs const& in)
+{
+    if (in.d[1] != nullptr && in.d[1]->isConstant() && in.d[1]->getConstantValue() != spec.C)
+    {
+        logMessage(LogLevel::kERROR, std::string(where) + ": input has " + std::to_string(in.d[1]->getConstantValue())
+                + " channels, the weight expects C = " + std::to_string(spec.C) + " (layer " + name + ")");
+        return false;
+    }
+    return true;
+}
+
+// The output N, K, P, Q expressions of the convolution for a 4-D NCHW input `in` into
+// `out`; false when one of them cannot be formed.
+inline bool convOutputDims(
+    ConvSpec const& spec, nvinfer1::DimsExprs const& in, nvinfer1::IExprBuilder& eb, nvinfer1::DimsExprs& out)
+{
+    out.nbDims = 4;
+    out.d[0] = in.d[0];
+    out.d[1] = eb.constant(static_cast<ExprInt>(spec.K));
+    out.d[2] = convOutputExpr(eb, in.d[2], outputOffsetH(spec), spec.stride_h, "H");
+    out.d[3] = convOutputExpr(eb, in.d[3], outputOffsetW(spec), spec.stride_w, "W");
+    return out.d[0] != nullptr && out.d[1] != nullptr && out.d[2] != nullptr && out.d[3] != nullptr;
 }
 
 } // namespace trt_sparse
