@@ -155,6 +155,18 @@ private:
     std::vector<std::unique_ptr<Expr>> mNodes;
 };
 
+// A symbolic N x C x H x W input (symbols 0, 2, 3 for N, H, W).
+inline nv::DimsExprs symbolicInput(ExprBuilder& eb, int C)
+{
+    nv::DimsExprs in{};
+    in.nbDims = 4;
+    in.d[0] = eb.symbol(0);
+    in.d[1] = eb.constant(C);
+    in.d[2] = eb.symbol(2);
+    in.d[3] = eb.symbol(3);
+    return in;
+}
+
 
 // ------------------------------------------------------------------ field sets
 inline size_t elemSize(nv::PluginFieldType t)
@@ -329,6 +341,51 @@ inline void fillFields(Case const& c, Weights const& w, FieldSet& fs, bool nulSt
     }
     if (c.bias)
         fs.floats("bias", w.bias);
+}
+
+// A 4-D nvinfer1::Dims.
+inline nv::Dims dims4(int64_t a, int64_t b, int64_t c, int64_t d)
+{
+    nv::Dims x{};
+    x.nbDims = 4;
+    x.d[0] = static_cast<DimInt>(a);
+    x.d[1] = static_cast<DimInt>(b);
+    x.d[2] = static_cast<DimInt>(c);
+    x.d[3] = static_cast<DimInt>(d);
+    return x;
+}
+
+// The smallest and largest N, H, W over a case's shapes (an optimization profile spanning them).
+struct ShapeBounds
+{
+    int minN = 1 << 30, minH = 1 << 30, minW = 1 << 30, maxN = 0, maxH = 0, maxW = 0;
+};
+
+inline ShapeBounds shapeBounds(Case const& c)
+{
+    ShapeBounds b;
+    for (auto const& s : c.shapes)
+    {
+        b.minN = std::min(b.minN, s[0]);
+        b.minH = std::min(b.minH, s[1]);
+        b.minW = std::min(b.minW, s[2]);
+        b.maxN = std::max(b.maxN, s[0]);
+        b.maxH = std::max(b.maxH, s[1]);
+        b.maxW = std::max(b.maxW, s[2]);
+    }
+    return b;
+}
+
+// Relative L2 error of y against ref (the absolute L2 norm of y when ref is all zero).
+inline double relErr(std::vector<double> const& y, std::vector<double> const& ref)
+{
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < ref.size(); ++i)
+    {
+        num += (y[i] - ref[i]) * (y[i] - ref[i]);
+        den += ref[i] * ref[i];
+    }
+    return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
 inline int64_t outDim(int64_t in, int pa, int pb, int d, int k, int s)

@@ -132,17 +132,6 @@ static nv::IPluginV3OneCore* coreOf(nv::IPluginV3* p)
     return static_cast<nv::IPluginV3OneCore*>(p->getCapabilityInterface(nv::PluginCapabilityType::kCORE));
 }
 
-static nv::Dims dims4(int64_t a, int64_t b, int64_t c, int64_t d)
-{
-    nv::Dims x{};
-    x.nbDims = 4;
-    x.d[0] = a;
-    x.d[1] = b;
-    x.d[2] = c;
-    x.d[3] = d;
-    return x;
-}
-
 static int livePlans(Lib const& lib)
 {
     return lib.livePlans ? lib.livePlans() : -1;
@@ -177,12 +166,7 @@ static void runCase(Lib const& lib, Case const& c, nv::DataType dt, bool nulStri
     // output shapes: symbolic N, H, W
     {
         ExprBuilder eb;
-        nv::DimsExprs in{};
-        in.nbDims = 4;
-        in.d[0] = eb.symbol(0);
-        in.d[1] = eb.constant(c.C);
-        in.d[2] = eb.symbol(2);
-        in.d[3] = eb.symbol(3);
+        nv::DimsExprs in = symbolicInput(eb, c.C);
         nv::DimsExprs out{};
         CHECK(b1->getOutputShapes(&in, 1, nullptr, 0, &out, 1, eb) == 0, "%s: getOutputShapes(symbolic)", c.name);
         CHECK(out.nbDims == 4 && out.d[1]->isConstant() && out.d[1]->getConstantValue() == c.K, "%s: K", c.name);
@@ -240,22 +224,13 @@ static void runCase(Lib const& lib, Case const& c, nv::DataType dt, bool nulStri
     nv::IPluginV3OneBuild* b2 = buildOf(p2);
 
     // configure with a profile spanning the case's shapes
-    int minN = 1 << 30, minH = 1 << 30, minW = 1 << 30, maxN = 0, maxH = 0, maxW = 0;
-    for (auto const& s : c.shapes)
-    {
-        minN = std::min(minN, s[0]);
-        minH = std::min(minH, s[1]);
-        minW = std::min(minW, s[2]);
-        maxN = std::max(maxN, s[0]);
-        maxH = std::max(maxH, s[1]);
-        maxW = std::max(maxW, s[2]);
-    }
+    ShapeBounds const sb = shapeBounds(c);
     nv::DynamicPluginTensorDesc in{}, out{};
     in.desc.type = dt;
     in.desc.format = nv::TensorFormat::kLINEAR;
     in.desc.dims = dims4(-1, c.C, -1, -1);
-    in.min = dims4(minN, c.C, minH, minW);
-    in.max = dims4(maxN, c.C, maxH, maxW);
+    in.min = dims4(sb.minN, c.C, sb.minH, sb.minW);
+    in.max = dims4(sb.maxN, c.C, sb.maxH, sb.maxW);
     in.opt = dims4(c.shapes[0][0], c.C, c.shapes[0][1], c.shapes[0][2]);
     out.desc.type = dt;
     out.desc.format = nv::TensorFormat::kLINEAR;
@@ -376,29 +351,26 @@ static void runCase(Lib const& lib, Case const& c, nv::DataType dt, bool nulStri
 #endif
         toHost(hout.data(), dout, hout.size());
         std::vector<double> const ref = reference(c, w, x, N, H, W);
-        double num = 0.0, den = 0.0;
+        std::vector<double> y(nout);
         size_t nonfinite = 0;
         for (size_t i = 0; i < nout; ++i)
         {
-            double y;
             if (half)
             {
                 uint16_t hb;
                 std::memcpy(&hb, &hout[i * 2], 2);
-                y = halfToFloatT(hb);
+                y[i] = halfToFloatT(hb);
             }
             else
             {
                 float f;
                 std::memcpy(&f, &hout[i * 4], 4);
-                y = f;
+                y[i] = f;
             }
-            if (!std::isfinite(y))
+            if (!std::isfinite(y[i]))
                 ++nonfinite;
-            num += (y - ref[i]) * (y - ref[i]);
-            den += ref[i] * ref[i];
         }
-        double const rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+        double const rel = relErr(y, ref);
         double const tol = half ? 2e-3 : 1e-5;
         bool const ok = rc == 0 && nonfinite == 0 && rel < tol;
         std::printf("CASE %-22s %s %s strings%s N=%d C=%d H=%d W=%d -> K=%d P=%lld Q=%lld nnz=%d ws=%zu rel_err=%.3g %s\n",

@@ -12,6 +12,7 @@
  * tsc_plan_set_choice so the drivers can check a tuned choice survives serialization.
  */
 #include "kernels/sparse_conv.h"
+#include "half_util.h" // fp16 <-> fp32 (round to nearest even)
 
 #include <atomic>
 #include <cmath>
@@ -42,43 +43,6 @@ tsc_status fail(tsc_status st, std::string const& msg)
 {
     gLastError = msg;
     return st;
-}
-
-float halfToFloat(uint16_t h)
-{
-    uint32_t const e = (h >> 10) & 0x1FU;
-    uint32_t const m = h & 0x3FFU;
-    float v = e == 0 ? std::ldexp(static_cast<float>(m), -24)
-                     : (e == 31 ? (m ? NAN : INFINITY) : std::ldexp(static_cast<float>(m | 0x400U), static_cast<int>(e) - 25));
-    return (h & 0x8000U) ? -v : v;
-}
-
-uint16_t floatToHalf(float f)
-{
-    // round to nearest even via double arithmetic on the magnitude
-    uint16_t sign = std::signbit(f) ? 0x8000U : 0;
-    double a = std::fabs(static_cast<double>(f));
-    if (std::isnan(f))
-        return 0x7E00U;
-    if (a >= 65520.0)
-        return static_cast<uint16_t>(sign | 0x7C00U);
-    if (a < std::ldexp(1.0, -14)) // subnormal: multiples of 2^-24
-    {
-        double q = std::nearbyint(a * std::ldexp(1.0, 24));
-        return static_cast<uint16_t>(sign | static_cast<uint16_t>(q));
-    }
-    int e = 0;
-    double fr = std::frexp(a, &e); // a = fr * 2^e, fr in [0.5, 1)
-    double mant = std::nearbyint(fr * 2048.0); // 11 significant bits
-    if (mant >= 2048.0)
-    {
-        mant /= 2.0;
-        ++e;
-    }
-    int const exp = e - 1 + 15;
-    if (exp >= 31)
-        return static_cast<uint16_t>(sign | 0x7C00U);
-    return static_cast<uint16_t>(sign | (static_cast<uint32_t>(exp) << 10) | (static_cast<uint32_t>(mant) - 1024U));
 }
 } // namespace
 
@@ -192,7 +156,7 @@ tsc_status tsc_enqueue(const tsc_plan* p, int32_t N, int32_t H, int32_t W, const
     int32_t const RS = d.R * d.S;
     auto in = [&](int64_t i) -> double {
         return p->dtype == TSC_FLOAT32 ? static_cast<float const*>(input)[i]
-                                       : halfToFloat(static_cast<uint16_t const*>(input)[i]);
+                                       : halfToFloatT(static_cast<uint16_t const*>(input)[i]);
     };
     for (int32_t n = 0; n < N; ++n)
         for (int32_t k = 0; k < d.K; ++k)
@@ -217,7 +181,7 @@ tsc_status tsc_enqueue(const tsc_plan* p, int32_t N, int32_t H, int32_t W, const
                     if (p->dtype == TSC_FLOAT32)
                         static_cast<float*>(output)[o] = static_cast<float>(acc);
                     else
-                        static_cast<uint16_t*>(output)[o] = floatToHalf(static_cast<float>(acc));
+                        static_cast<uint16_t*>(output)[o] = floatToHalfT(static_cast<float>(acc));
                 }
     return TSC_OK;
 }
