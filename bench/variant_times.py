@@ -3,7 +3,7 @@
     python3 bench/variant_times.py [--layers bench/layers.json] [--only NAME ...] [--sparsity 0.9 0.95]
         [--dtype fp32 fp16] [--batch 1] [--json OUT.json]
 
-Prints, per case, the fastest variant of each family (generic, generic4, tile, smem) so that a new
+Prints, per case, the fastest variant of each family (generic, generic4, tile, smem, reuse) so that a new
 variant is compared with the old ones in the same process (cuDNN is not involved).
 """
 import argparse

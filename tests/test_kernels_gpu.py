@@ -138,6 +138,21 @@ def test_smem_variants_offered():
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+def test_reuse_variants_offered(dtype):
+    """The register-reuse kernel (half2 for fp16) is a candidate for NCHW 3x3 stride 1 / 1x1 stride 1
+    (and fp32 3x3 stride 2) plans, and not for geometries it has no body for (5x5, dilation 2)."""
+    rng = np.random.default_rng(secrets.randbits(32))
+    for R, st, dl, expect in ((3, 1, 1, True), (1, 1, 1, True), (3, 2, 1, dtype == "fp32"), (5, 1, 1, False),
+                              (3, 1, 2, False)):
+        sw = random_sparse_weight(rng, 16, 8, R, R, 0.9)
+        plan = tcuda.SparseConvPlan(sw, None, (st, st), (R // 2,) * 4, (dl, dl), dtype=dtype)
+        names = plan.variants(1, 20, 24)
+        reuse = [n for n in names if n.startswith("reuse(")]
+        assert bool(reuse) == expect, (R, st, dl, names)
+        assert all(("half2" in n) == (dtype == "fp16") for n in reuse), reuse
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
 @pytest.mark.parametrize("aligned", [True, False], ids=["aligned", "unaligned"])
 def test_smem_multichunk_and_unaligned_input(dtype, aligned):
     """Many input-channel chunks (double buffer), W % 4 == 0 with an aligned input (vector copies) and

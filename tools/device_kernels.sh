@@ -105,9 +105,9 @@ if has bench-quick && fits 40; then
     --dtype fp32 fp16 --only resnet50_3x3_c64_h56 resnet50_3x3_c128_h28 resnet50_3x3_c256_h14 resnet50_3x3_c512_h7 \
     vgg16_3x3_c64_k128_h112 vgg16_3x3_c256_k512_h28 --json "$OUT/bench_quick.json" 2>"$OUT/bench_quick.err" || status=1
 fi
-if has variants && fits 60; then
+if has variants && fits 150; then
   say "every variant timed (fp32 batch 1, 3x3 s1 + s2 + 1x1 samples)"
-  timeout 60 python3 bench/variant_times.py --sparsity 0.9 0.95 --dtype fp32 fp16 --only resnet50_3x3_c64_h56 \
+  timeout 150 python3 bench/variant_times.py --sparsity 0.9 0.95 --dtype fp32 fp16 --only resnet50_3x3_c64_h56 \
     resnet50_3x3_c128_h28 resnet50_3x3_c256_h14 resnet50_3x3_c512_h7 vgg16_3x3_c64_k128_h112 vgg16_3x3_c256_k512_h28 \
     resnet50_3x3s2_c256_h28 resnet50_1x1_c256_k64_h56 --json "$OUT/variant_times.json" 2>&1 | tee "$OUT/variant_times.txt" | tail -40
 fi

@@ -39,7 +39,8 @@ tsc_status cuda_fail(cudaError_t e, const char* what) {
 
 /* A kernel variant: generic, or a tile config with its split and lane shape. */
 struct Variant {
-    int kind;   /* 0 generic, 1 tile, 2 generic with 4 pixels per thread (NCHW), 3 smem (cfg = kSmemCfgs index) */
+    int kind;   /* 0 generic, 1 tile, 2 generic with 4 pixels per thread (NCHW), 3 smem (cfg = kSmemCfgs index),
+                 * 4 register-reuse (cfg = tsc::reuse_cfg_info id) */
     int cfg;
     int nsplit;
     int lw_log2;
@@ -97,6 +98,7 @@ struct tsc_plan {
      * A layout's geometry (kt/groups, smem staging) is known from creation; its arrays only once built. */
     TileLayout lay[3]; /* kt = 8, 16, 32 (kt == 0: not available for this plan) */
     SmemLayout slay[16]; /* per kSmemCfgs entry (NCHW plans; ok: available) */
+    SmemLayout rlay[16]; /* per register-reuse config (tsc::REUSE_CFGS; ok: available) */
     /* validated canonical CSR kept on the host to build layouts later */
     std::vector<int32_t> h_rowoff, h_idx;
     std::vector<float> h_val;
@@ -387,6 +389,183 @@ bool smem_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P
     return true;
 }
 
+/* IEEE fp16 bits of v, round to nearest even (host side; values are finite, validated). */
+uint32_t float_to_half_bits(float v) {
+    uint32_t f;
+    std::memcpy(&f, &v, 4);
+    const uint32_t sign = (f >> 16) & 0x8000u;
+    const int exp = (int)((f >> 23) & 0xFF) - 127 + 15;
+    uint32_t man = f & 0x7FFFFFu;
+    if (exp >= 31) return sign | 0x7C00u; /* overflow -> inf (as the kernels' __float2half_rn) */
+    if (exp <= 0) {                       /* subnormal or zero */
+        if (exp < -10) return sign;
+        man |= 0x800000u;
+        const int shift = 14 - exp;
+        uint32_t h = man >> shift;
+        const uint32_t rem = man & ((1u << shift) - 1u), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1u))) ++h;
+        return sign | h;
+    }
+    uint32_t h = ((uint32_t)exp << 10) | (man >> 13);
+    const uint32_t rem = man & 0x1FFFu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h; /* may carry into the exponent: correct */
+    return sign | h;
+}
+
+/* Register-reuse layout for config `ci` (tsc::reuse_cfg_info): staged-chunk geometry like the smem kernel
+ * (zero-padded tile + halo, lead columns for aligned vector copies), output channels dealt to warp slots
+ * (sorted by nnz, snake order), and per (group, non-empty chunk, warp, input channel of the chunk) a list
+ * of (value, case = kl*R*S + r*S + s); with NS > 1 the chunk's input channels alternate over the slot's NS
+ * warps. fp16 plans store the value as half2 (v, v) bits for the half2 kernel. */
+tsc_status build_reuse_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayout* out, bool build) {
+    const tsc_conv_desc& d = p->d;
+    const tsc::ReuseCfgInfo cfg = tsc::reuse_cfg_info(ci);
+    out->ok = false;
+    if (p->layout != TSC_NCHW || d.R != cfg.r || d.S != cfg.s || d.stride_h != cfg.st || d.stride_w != cfg.st ||
+        d.dilation_h != 1 || d.dilation_w != 1)
+        return TSC_OK;
+    const bool f16 = p->dtype == TSC_FLOAT16;
+    if (f16 && !cfg.f16) return TSC_OK;
+    const int es = f16 ? 2 : 4;
+    const int TH = (32 / cfg.lw) * cfg.ph, TW = cfg.lw * cfg.pw;
+    const long long in_h = (long long)(TH - 1) * d.stride_h + d.R;
+    const long long in_w = (long long)(TW - 1) * d.stride_w + d.S;
+    const int lead = ((-d.pad_left) % 4 + 4) % 4;
+    const long long pitch = (lead + in_w + 3) / 4 * 4;
+    const long long cstride = in_h * pitch;
+    if (pitch > 256 || cstride * es * 2 > kSmemBudget) return TSC_OK;
+    const int cc_cap = f16 ? 16 : kSmemMaxCC; /* half2 accumulates at most cc input channels in fp16 */
+    const int cc = (int)std::min<long long>(std::min(d.C, cc_cap), kSmemBudget / (2 * cstride * es));
+    if (cc < 1) return TSC_OK;
+    const int slots = 8 / cfg.ns, cpb = slots * cfg.kt;
+    const int K = d.K, RS = d.R * d.S;
+    const int G = (K + cpb - 1) / cpb;
+    if (G > 65535) return TSC_OK;
+    const int nch = (d.C + cc - 1) / cc;
+    const int PX = cfg.ph * cfg.pw;
+    const size_t red = cfg.ns > 1 ? (size_t)8 * cfg.kt * PX * 32 * sizeof(float) : 0;
+    out->lead = lead;
+    out->in_h = (int)in_h;
+    out->pitch = (int)pitch;
+    out->cstride = (int)cstride;
+    out->cc = cc;
+    out->groups = G;
+    out->smem = std::max<size_t>((size_t)2 * cc * cstride * es, red);
+    out->ok = out->smem <= (size_t)p->smem_optin;
+    if (!build || !out->ok) return TSC_OK; /* geometry only */
+    std::vector<int> order(K);
+    for (int k = 0; k < K; ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        return (w->row_offsets[a + 1] - w->row_offsets[a]) > (w->row_offsets[b + 1] - w->row_offsets[b]);
+    });
+    const int U = G * slots;
+    std::vector<int> perm((size_t)G * cpb, -1);
+    std::vector<int> fill(U, 0);
+    for (int i = 0; i < K; ++i) {
+        const int round = i / U, pos = i % U;
+        const int u = (round & 1) ? (U - 1 - pos) : pos;
+        perm[(size_t)u * cfg.kt + fill[u]++] = order[i];
+    }
+    std::vector<int2> entries;
+    entries.reserve((size_t)p->nnz + 1);
+    std::vector<int> seg, gch_off(1, 0), chunk_ids;
+    /* per group: lists[slot * C + c] of (case, value bits) */
+    std::vector<std::vector<std::pair<int, int> > > lists((size_t)slots * d.C);
+    for (int g = 0; g < G; ++g) {
+        for (size_t i = 0; i < lists.size(); ++i) lists[i].clear();
+        for (int slot = 0; slot < slots; ++slot)
+            for (int kl = 0; kl < cfg.kt; ++kl) {
+                const int k = perm[(size_t)g * cpb + slot * cfg.kt + kl];
+                if (k < 0) continue;
+                for (int i = w->row_offsets[k]; i < w->row_offsets[k + 1]; ++i) {
+                    const int idx = w->indices[i];
+                    const int c = idx / RS, rs = idx % RS;
+                    int vbits;
+                    if (f16) {
+                        const uint32_t h = float_to_half_bits(w->values[i]);
+                        vbits = (int)(h | (h << 16));
+                    } else {
+                        std::memcpy(&vbits, &w->values[i], 4);
+                    }
+                    lists[(size_t)slot * d.C + c].push_back(std::make_pair(kl * RS + rs, vbits));
+                }
+            }
+        for (int ch = 0; ch < nch; ++ch) {
+            const int c0 = ch * cc, c1 = std::min(d.C, c0 + cc);
+            bool any = false;
+            for (int slot = 0; slot < slots && !any; ++slot)
+                for (int c = c0; c < c1 && !any; ++c) any = !lists[(size_t)slot * d.C + c].empty();
+            if (!any) continue;
+            chunk_ids.push_back(ch);
+            for (int wp = 0; wp < 8; ++wp) {
+                const int slot = wp / cfg.ns, sp = wp % cfg.ns;
+                for (int cl = 0; cl < cc; ++cl) {
+                    seg.push_back((int)entries.size());
+                    const int c = c0 + cl;
+                    if (c >= c1 || cl % cfg.ns != sp) continue;
+                    std::vector<std::pair<int, int> >& L = lists[(size_t)slot * d.C + c];
+                    std::sort(L.begin(), L.end());
+                    for (size_t t = 0; t < L.size(); ++t) {
+                        int2 en;
+                        en.x = L[t].second;
+                        en.y = L[t].first;
+                        entries.push_back(en);
+                    }
+                }
+            }
+        }
+        gch_off.push_back((int)chunk_ids.size());
+    }
+    seg.push_back((int)entries.size());
+    int2 sentinel;
+    sentinel.x = 0;
+    sentinel.y = 0;
+    entries.push_back(sentinel); /* the kernel reads one entry ahead */
+    tsc_status st;
+    out->bytes = 0;
+    if ((st = upload(&out->entries, entries.data(), entries.size(), &out->bytes)) != TSC_OK) return st;
+    if ((st = upload(&out->seg, seg.data(), seg.size(), &out->bytes)) != TSC_OK) return st;
+    if ((st = upload(&out->gch_off, gch_off.data(), gch_off.size(), &out->bytes)) != TSC_OK) return st;
+    if ((st = upload(&out->chunk_ids, chunk_ids.data(), chunk_ids.size(), &out->bytes)) != TSC_OK) return st;
+    if ((st = upload(&out->perm, perm.data(), perm.size(), &out->bytes)) != TSC_OK) return st;
+    return TSC_OK;
+}
+
+/* Launch parameters of a register-reuse variant; false if it cannot run this shape. */
+bool reuse_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P, int Q, const void* x, void* y,
+                  tsc::SmemParams* sp) {
+    if (p->layout != TSC_NCHW || v.cfg < 0 || v.cfg >= tsc::REUSE_CFGS) return false;
+    const SmemLayout& L = p->rlay[v.cfg];
+    if (!L.ok) return false;
+    const tsc::ReuseCfgInfo cfg = tsc::reuse_cfg_info(v.cfg);
+    const int TH = (32 / cfg.lw) * cfg.ph, TW = cfg.lw * cfg.pw;
+    const long long tiles = (long long)((P + TH - 1) / TH) * ((Q + TW - 1) / TW);
+    if (tiles >= (1LL << 31) || (long long)H * W >= (1LL << 31) || (long long)P * Q >= (1LL << 31)) return false;
+    const int es = p->dtype == TSC_FLOAT16 ? 2 : 4;
+    sp->x = x;
+    sp->y = y;
+    sp->entries = L.entries;
+    sp->seg = L.seg;
+    sp->gch_off = L.gch_off;
+    sp->chunk_ids = L.chunk_ids;
+    sp->perm = L.perm;
+    sp->bias = p->bias;
+    sp->N = N; sp->C = p->d.C; sp->H = H; sp->W = W; sp->K = p->d.K; sp->P = P; sp->Q = Q;
+    sp->sh = p->d.stride_h; sp->sw = p->d.stride_w;
+    sp->pad_top = p->d.pad_top; sp->pad_left = p->d.pad_left;
+    sp->lead = L.lead;
+    sp->in_h = L.in_h; sp->pitch = L.pitch; sp->cstride = L.cstride; sp->cc = L.cc;
+    sp->tiles_h = (P + TH - 1) / TH;
+    sp->tiles_w = (Q + TW - 1) / TW;
+    sp->groups = L.groups;
+    sp->ns = cfg.ns;
+    sp->vec = ((W % 4) == 0 && (reinterpret_cast<uintptr_t>(x) % (uintptr_t)(4 * es)) == 0) ? 1 : 0;
+    sp->act = p->d.activation;
+    sp->clip_min = p->d.clip_min;
+    sp->clip_max = p->d.clip_max;
+    return true;
+}
+
 void free_plan(tsc_plan* p) {
     if (!p) return;
     cudaFree(p->gentries);
@@ -397,12 +576,13 @@ void free_plan(tsc_plan* p) {
         cudaFree(p->lay[i].goff);
         cudaFree(p->lay[i].perm);
     }
-    for (int i = 0; i < 16; ++i) {
-        cudaFree(p->slay[i].entries);
-        cudaFree(p->slay[i].seg);
-        cudaFree(p->slay[i].gch_off);
-        cudaFree(p->slay[i].chunk_ids);
-        cudaFree(p->slay[i].perm);
+    for (int i = 0; i < 32; ++i) {
+        SmemLayout& L = i < 16 ? p->slay[i] : p->rlay[i - 16];
+        cudaFree(L.entries);
+        cudaFree(L.seg);
+        cudaFree(L.gch_off);
+        cudaFree(L.chunk_ids);
+        cudaFree(L.perm);
     }
     delete p;
 }
@@ -486,18 +666,20 @@ Variant heuristic_variant(const tsc_plan* p, int N, int H, int W, int P, int Q) 
 }
 
 /* ---- lazy layouts: a key per device layout (generic, tile kt 8/16/32, smem cfg) ---- */
-const int kKeyGeneric = 0, kKeyTile0 = 1, kKeySmem0 = 4, kKeyCount = 4 + 16;
+const int kKeyGeneric = 0, kKeyTile0 = 1, kKeySmem0 = 4, kKeyReuse0 = 4 + 16, kKeyCount = 4 + 16 + 16;
 
 int layout_key(const tsc_plan* p, const Variant& v) {
     if (v.kind == 1) return kKeyTile0 + lay_index(tsc::tile_cfg_info(p->geom, v.cfg).kt);
     if (v.kind == 3) return kKeySmem0 + v.cfg;
+    if (v.kind == 4) return kKeyReuse0 + v.cfg;
     return kKeyGeneric;
 }
 
 bool key_built(const tsc_plan* p, int key) {
     if (key == kKeyGeneric) return p->gentries != nullptr;
     if (key < kKeySmem0) return p->lay[key - kKeyTile0].entries != nullptr;
-    return p->slay[key - kKeySmem0].entries != nullptr;
+    if (key < kKeyReuse0) return p->slay[key - kKeySmem0].entries != nullptr;
+    return p->rlay[key - kKeyReuse0].entries != nullptr;
 }
 
 /* Free a layout's arrays (never the generic one); its geometry stays. Caller holds bmu. */
@@ -509,7 +691,7 @@ void free_key_locked(tsc_plan* p, int key) {
         L.entries = nullptr; L.goff = nullptr; L.perm = nullptr;
         L.bytes = 0;
     } else {
-        SmemLayout& L = p->slay[key - kKeySmem0];
+        SmemLayout& L = key < kKeyReuse0 ? p->slay[key - kKeySmem0] : p->rlay[key - kKeyReuse0];
         cudaFree(L.entries); cudaFree(L.seg); cudaFree(L.gch_off); cudaFree(L.chunk_ids); cudaFree(L.perm);
         L.entries = nullptr; L.seg = nullptr; L.gch_off = nullptr; L.chunk_ids = nullptr; L.perm = nullptr;
         L.bytes = 0;
@@ -531,9 +713,12 @@ tsc_status ensure_key(const tsc_plan* cp, int key) {
         TileLayout& L = p->lay[key - kKeyTile0];
         if (L.kt == 0) return fail(TSC_ERR_UNSUPPORTED, "tile layout not available for this plan");
         st = build_tile_layout(p, &w, L.kt, &L);
-    } else if (key >= kKeySmem0 && key < kKeyCount) {
+    } else if (key >= kKeySmem0 && key < kKeyReuse0) {
         if (!p->slay[key - kKeySmem0].ok) return fail(TSC_ERR_UNSUPPORTED, "smem layout not available for this plan");
         st = build_smem_layout(p, &w, key - kKeySmem0, &p->slay[key - kKeySmem0], true);
+    } else if (key >= kKeyReuse0 && key < kKeyCount) {
+        if (!p->rlay[key - kKeyReuse0].ok) return fail(TSC_ERR_UNSUPPORTED, "reuse layout not available for this plan");
+        st = build_reuse_layout(p, &w, key - kKeyReuse0, &p->rlay[key - kKeyReuse0], true);
     }
     if (st != TSC_OK) free_key_locked(p, key);
     return st;
@@ -564,7 +749,7 @@ size_t device_bytes(const tsc_plan* p) {
     std::lock_guard<std::mutex> lock(p->bmu);
     size_t b = p->base_bytes;
     for (int i = 0; i < 3; ++i) b += p->lay[i].bytes;
-    for (int i = 0; i < 16; ++i) b += p->slay[i].bytes;
+    for (int i = 0; i < 16; ++i) b += p->slay[i].bytes + p->rlay[i].bytes;
     return b;
 }
 
@@ -600,6 +785,14 @@ tsc_status launch_variant(const tsc_plan* p, const Variant& v, int N, int H, int
         const size_t smem = p->slay[v.cfg].smem;
         e = p->dtype == TSC_FLOAT16 ? tsc::launch_smem_f16(cfg.tile, cfg.kw, sp, smem, s)
                                     : tsc::launch_smem_f32(cfg.tile, cfg.kw, sp, smem, s);
+    } else if (v.kind == 4) {
+        tsc::SmemParams sp;
+        if (!reuse_params(p, v, N, H, W, P, Q, x, y, &sp))
+            return fail(TSC_ERR_UNSUPPORTED, "reuse variant cannot run this shape");
+        const size_t smem = p->rlay[v.cfg].smem;
+        const bool fast = sp.lead == 3;
+        e = p->dtype == TSC_FLOAT16 ? tsc::launch_reuse_f16(v.cfg, fast, sp, smem, s)
+                                    : tsc::launch_reuse_f32(v.cfg, fast, sp, smem, s);
     } else if (v.kind == 1) {
         tsc::TileParams tp;
         if (!tile_params(p, v, N, H, W, P, Q, x, y, &tp))
@@ -667,6 +860,12 @@ std::vector<Variant> candidates(const tsc_plan* plan, int N, int H, int W, int P
             tsc::SmemParams sp;
             if (smem_params(plan, v, N, H, W, P, Q, x, y, &sp)) cands.push_back(v);
         }
+    if (plan->layout == TSC_NCHW)
+        for (int c = 0; c < tsc::REUSE_CFGS; ++c) {
+            Variant v = {4, c, 1, 0, 0};
+            tsc::SmemParams sp;
+            if (reuse_params(plan, v, N, H, W, P, Q, x, y, &sp)) cands.push_back(v);
+        }
     if (plan->geom >= 0) {
         /* the list depends on the shape only (indices stay stable); an unaligned input runs the vec
          * variants on the scalar path */
@@ -694,6 +893,12 @@ std::string variant_name(const tsc_plan* plan, const Variant& v) {
         return "smem(tile=" + std::to_string(tsc::smem_tile_h(c.tile)) + "x" + std::to_string(tsc::smem_tile_w(c.tile)) +
                ",kw=" + std::to_string(c.kw) + ",split=" + std::to_string(c.ns) + ")";
     }
+    if (v.kind == 4) {
+        const tsc::ReuseCfgInfo c = tsc::reuse_cfg_info(v.cfg);
+        return std::string("reuse(tile=") + std::to_string((32 / c.lw) * c.ph) + "x" + std::to_string(c.lw * c.pw) +
+               ",kt=" + std::to_string(c.kt) + ",px=" + std::to_string(c.ph) + "x" + std::to_string(c.pw) +
+               ",split=" + std::to_string(c.ns) + (plan->dtype == TSC_FLOAT16 ? ",half2" : "") + ")";
+    }
     const tsc::TileCfgInfo ci = tsc::tile_cfg_info(plan->geom, v.cfg);
     return "tile(kt=" + std::to_string(ci.kt) + ",px=" + std::to_string(ci.ph) + "x" + std::to_string(ci.pw) +
            ",split=" + std::to_string(v.nsplit) + ",lw=" + std::to_string(1 << v.lw_log2) + (v.vec ? ",vec" : "") + ")";
@@ -720,6 +925,7 @@ size_t copy_out(const std::string& s, char* buf, size_t buf_len) {
 }
 
 std::once_flag g_smem_once[64];
+std::once_flag g_reuse_once[64];
 
 }  // namespace
 
@@ -801,9 +1007,20 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         p->h_idx.assign(weights->indices, weights->indices + p->nnz);
         p->h_val.assign(weights->values, weights->values + p->nnz);
     }
-    if (layout == TSC_NCHW)
+    if (layout == TSC_NCHW) {
         for (int c = 0; c < kSmemCfgCount; ++c)
             build_smem_layout(p, weights, c, &p->slay[c], false); /* geometry only */
+        for (int c = 0; c < tsc::REUSE_CFGS; ++c)
+            build_reuse_layout(p, weights, c, &p->rlay[c], false); /* geometry only */
+        if (dev >= 0 && dev < 64) {
+            const int bytes = p->smem_optin;
+            std::call_once(g_reuse_once[dev], [bytes]() {
+                tsc::reuse_set_smem_limit_f32(bytes);
+                tsc::reuse_set_smem_limit_f16(bytes);
+            });
+        }
+        cudaGetLastError();
+    }
     p->geom = tile_geom_of(desc, layout);
     if (p->geom >= 0) {
         for (int c = 0; c < tsc::TILE_CFGS; ++c) { /* geometry only; arrays built by tune / set_choice */

@@ -95,6 +95,39 @@ struct SmemParams {
 cudaError_t launch_smem_f32(int tile, int kw, const SmemParams& p, size_t smem, cudaStream_t s);
 cudaError_t launch_smem_f16(int tile, int kw, const SmemParams& p, size_t smem, cudaStream_t s);
 
+/* Register-reuse kernel (reuse_kernel.cuh): X(id, R, S, stride, KT, PH, PW, LW, NS, F16) per config:
+ * KT output channels per warp slot, PH x PW pixels per lane, LW lanes along the width, NS warps per
+ * slot splitting the input channels, F16: has a half2 fp16 instantiation. Ids are stable (variant ids). */
+#define TSC_REUSE_FOR_EACH(X) \
+    X(0, 3, 3, 1, 8, 4, 4, 8, 1, 0) \
+    X(1, 3, 3, 1, 8, 2, 4, 8, 1, 1) \
+    X(2, 3, 3, 1, 16, 2, 4, 8, 1, 1) \
+    X(3, 3, 3, 1, 8, 2, 4, 4, 2, 1) \
+    X(4, 3, 3, 1, 8, 1, 2, 4, 4, 1) \
+    X(5, 3, 3, 1, 4, 1, 2, 4, 8, 1) \
+    X(6, 3, 3, 1, 16, 2, 4, 4, 1, 1) \
+    X(7, 3, 3, 1, 8, 2, 4, 4, 1, 1) \
+    X(8, 1, 1, 1, 16, 2, 4, 8, 1, 1) \
+    X(9, 1, 1, 1, 8, 1, 2, 4, 4, 1) \
+    X(10, 3, 3, 2, 8, 2, 4, 8, 1, 0) \
+    X(11, 3, 3, 2, 8, 1, 2, 4, 4, 0)
+static const int REUSE_CFGS = 12;
+struct ReuseCfgInfo { int r, s, st, kt, ph, pw, lw, ns, f16; };
+inline ReuseCfgInfo reuse_cfg_info(int id) {
+    static const ReuseCfgInfo t[REUSE_CFGS] = {
+#define TSC_REUSE_ROW(I, R, S, ST, KT, PH, PW, LW, NS, F16) {R, S, ST, KT, PH, PW, LW, NS, F16},
+        TSC_REUSE_FOR_EACH(TSC_REUSE_ROW)
+#undef TSC_REUSE_ROW
+    };
+    return t[id];
+}
+/* fast: 3x3 stride 1, PW % 4 == 0 and pad_left % 4 == 1 (aligned 16-byte patch rows). */
+cudaError_t launch_reuse_f32(int cfg, bool fast, const SmemParams& p, size_t smem, cudaStream_t s);
+cudaError_t launch_reuse_f16(int cfg, bool fast, const SmemParams& p, size_t smem, cudaStream_t s);
+/* Opt every reuse kernel into `bytes` of dynamic shared memory (once per process and device). */
+cudaError_t reuse_set_smem_limit_f32(int bytes);
+cudaError_t reuse_set_smem_limit_f16(int bytes);
+
 /* Dynamic shared memory a tile launch needs (0 without split). */
 inline size_t tile_smem_bytes(int geom, int cfg, int nsplit) {
     if (nsplit <= 1) return 0;
