@@ -127,26 +127,66 @@ __device__ __forceinline__ void st_out(__half* p, float v) { *p = __float2half_r
 
 }  // namespace reuse_detail
 
+/* The warp's nonzeros of one staged chunk as a stream: lanes hold two batches of 32 consecutive entries
+ * (coalesced loads, the next batch in flight) and each nonzero is broadcast by two shuffles, fetched one
+ * nonzero ahead; the stream runs on across the chunk's input channels (their lists are contiguous). The
+ * channel boundaries seg[0..cc] were loaded one chunk ahead (lane l holds seg[l] and seg[32 + l]). */
+struct EntryStream {
+    const int2* __restrict__ entries;
+    int bb;          /* index of the entry in cur lane 0 */
+    int2 cur, nxt;   /* entries[bb + lane], entries[bb + 32 + lane] (64 readable entries past the end) */
+    int j;           /* position of the next nonzero in cur */
+    int v, code;     /* the next nonzero (value bits, case) */
+    __device__ __forceinline__ void start(const int2* __restrict__ e, int e0, int lane) {
+        entries = e;
+        bb = e0;
+        cur = __ldg(entries + bb + lane);
+        nxt = __ldg(entries + bb + 32 + lane);
+        j = 0;
+        v = __shfl_sync(0xffffffffu, cur.x, 0);
+        code = __shfl_sync(0xffffffffu, cur.y, 0);
+    }
+    /* advance: returns the current nonzero in (cv, cc) and fetches the following one */
+    __device__ __forceinline__ void next(int lane, int& cv, int& cc) {
+        cv = v;
+        cc = code;
+        if (++j == 32) {
+            bb += 32;
+            cur = nxt;
+            nxt = __ldg(entries + bb + 32 + lane);
+            j = 0;
+        }
+        v = __shfl_sync(0xffffffffu, cur.x, j);
+        code = __shfl_sync(0xffffffffu, cur.y, j);
+    }
+};
+
+__device__ __forceinline__ int seg_at(int seg_lo, int seg_hi, int i) {
+    return i < 32 ? __shfl_sync(0xffffffffu, seg_lo, i) : __shfl_sync(0xffffffffu, seg_hi, i - 32);
+}
+
 /* The nonzeros of one staged chunk for one warp (fp32 FMAs). */
 template <typename T, bool H2, int R, int S, int ST, int KT, int PH, int PW, bool FAST>
 struct ReuseChunk {
-    static __device__ __forceinline__ void run(float (&acc)[KT][PH * PW], const T* sb, const int* seg,
-                                               const SmemParams& p) {
+    static __device__ __forceinline__ void run(float (&acc)[KT][PH * PW], const T* sb, int seg_lo, int seg_hi,
+                                               const SmemParams& p, int lane) {
         using namespace reuse_detail;
         constexpr int PTH = (PH - 1) * ST + R, PTW = (PW - 1) * ST + S;
-        int e0 = __ldg(seg);
+        int e0 = seg_at(seg_lo, seg_hi, 0);
+        if (e0 == seg_at(seg_lo, seg_hi, p.cc)) return;
+        EntryStream es;
+        es.start(p.entries, e0, lane);
         for (int cl = 0; cl < p.cc; ++cl) {
-            const int e1 = __ldg(seg + cl + 1);
+            const int e1 = seg_at(seg_lo, seg_hi, cl + 1);
             if (e0 < e1) {
                 float xp[PTH][PTW];
                 const T* cp = sb + cl * p.cstride;
 #pragma unroll
                 for (int a = 0; a < PTH; ++a) load_row<T, PTW, FAST>(cp + a * p.pitch, xp[a]);
-                int2 en = __ldg(p.entries + e0);
                 for (int t = e0; t < e1; ++t) {
-                    const int2 nx = __ldg(p.entries + t + 1); /* one readable entry past the end */
-                    ReuseFma<R, S, ST, KT, PH, PW>::run(acc, xp, __int_as_float(en.x), en.y);
-                    en = nx;
+                    int v, code;
+                    es.next(lane, v, code);
+                    ReuseFma<R, S, ST, KT, PH, PW>::run(acc, xp, __int_as_float(v), code);
                 }
             }
             e0 = e1;
@@ -157,29 +197,31 @@ struct ReuseChunk {
 /* fp16 I/O: half2 FMAs into half2 accumulators, flushed into the fp32 ones at the end of the chunk. */
 template <int R, int S, int ST, int KT, int PH, int PW, bool FAST>
 struct ReuseChunk<__half, true, R, S, ST, KT, PH, PW, FAST> {
-    static __device__ __forceinline__ void run(float (&acc)[KT][PH * PW], const __half* sb, const int* seg,
-                                               const SmemParams& p) {
+    static __device__ __forceinline__ void run(float (&acc)[KT][PH * PW], const __half* sb, int seg_lo, int seg_hi,
+                                               const SmemParams& p, int lane) {
         using namespace reuse_detail;
         constexpr int PTH = (PH - 1) * ST + R, PTW = (PW - 1) * ST + S;
         constexpr int PX2 = PH * PW / 2;
+        int e0 = seg_at(seg_lo, seg_hi, 0);
+        if (e0 == seg_at(seg_lo, seg_hi, p.cc)) return;
         unsigned acc2[KT][PX2];
 #pragma unroll
         for (int kl = 0; kl < KT; ++kl)
 #pragma unroll
             for (int j = 0; j < PX2; ++j) acc2[kl][j] = 0u;
-        int e0 = __ldg(seg);
+        EntryStream es;
+        es.start(p.entries, e0, lane);
         for (int cl = 0; cl < p.cc; ++cl) {
-            const int e1 = __ldg(seg + cl + 1);
+            const int e1 = seg_at(seg_lo, seg_hi, cl + 1);
             if (e0 < e1) {
                 unsigned xp[PTH][PTW - 1];
                 const __half* cp = sb + cl * p.cstride;
 #pragma unroll
                 for (int a = 0; a < PTH; ++a) load_row_h2<PTW, FAST>(cp + a * p.pitch, xp[a]);
-                int2 en = __ldg(p.entries + e0);
                 for (int t = e0; t < e1; ++t) {
-                    const int2 nx = __ldg(p.entries + t + 1);
-                    ReuseHfma2<R, S, ST, KT, PH, PW>::run(acc2, xp, (unsigned)en.x, en.y);
-                    en = nx;
+                    int v, code;
+                    es.next(lane, v, code);
+                    ReuseHfma2<R, S, ST, KT, PH, PW>::run(acc2, xp, (unsigned)v, code);
                 }
             }
             e0 = e1;
@@ -231,6 +273,13 @@ __global__ void __launch_bounds__(256, (KT * PH * PW <= 32 ? 2 : 1)) reuse_kerne
 
         if (cs0 < cs1) stage<T>(p, xn, sbuf, __ldg(p.chunk_ids + cs0) * p.cc, iy0, ix0);
         cp_commit();
+        /* channel boundaries of the warp's lists in chunk i: seg[(i * 8 + warp) * cc + 0 .. cc] (lanes 0..cc) */
+        int seg_lo = 0, seg_hi = 0;
+        if (cs0 < cs1) {
+            const int* sg = p.seg + ((long long)cs0 * 8 + warp) * p.cc;
+            seg_lo = __ldg(sg + min(lane, p.cc));
+            seg_hi = __ldg(sg + min(32 + lane, p.cc));
+        }
         for (int i = cs0; i < cs1; ++i) {
             cp_wait_all();
             __syncthreads();
@@ -240,8 +289,15 @@ __global__ void __launch_bounds__(256, (KT * PH * PW <= 32 ? 2 : 1)) reuse_kerne
                 cp_commit();
             }
             const T* sb = sbuf + b * buf_elems + porg;
-            const int* seg = p.seg + ((long long)i * 8 + warp) * p.cc;
-            ReuseChunk<T, H2, R, S, ST, KT, PH, PW, FAST>::run(acc, sb, seg, p);
+            int nlo = 0, nhi = 0;
+            if (i + 1 < cs1) { /* next chunk's boundaries in flight while this chunk runs */
+                const int* sg = p.seg + ((long long)(i + 1) * 8 + warp) * p.cc;
+                nlo = __ldg(sg + min(lane, p.cc));
+                nhi = __ldg(sg + min(32 + lane, p.cc));
+            }
+            ReuseChunk<T, H2, R, S, ST, KT, PH, PW, FAST>::run(acc, sb, seg_lo, seg_hi, p, lane);
+            seg_lo = nlo;
+            seg_hi = nhi;
         }
         __syncthreads(); /* every warp is done with the staged input (buffers are reused below / next n) */
         if (ns == 1) {

@@ -434,7 +434,7 @@ tsc_status build_reuse_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLay
     const long long pitch = (lead + in_w + 3) / 4 * 4;
     const long long cstride = in_h * pitch;
     if (pitch > 256 || cstride * es * 2 > kSmemBudget) return TSC_OK;
-    const int cc_cap = f16 ? 16 : kSmemMaxCC; /* half2 accumulates at most cc input channels in fp16 */
+    const int cc_cap = f16 ? 16 : 63; /* half2 accumulates at most cc input channels in fp16; cc + 1 <= 64 lanes */
     const int cc = (int)std::min<long long>(std::min(d.C, cc_cap), kSmemBudget / (2 * cstride * es));
     if (cc < 1) return TSC_OK;
     const int slots = 8 / cfg.ns, cpb = slots * cfg.kt;
@@ -520,7 +520,7 @@ tsc_status build_reuse_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLay
     int2 sentinel;
     sentinel.x = 0;
     sentinel.y = 0;
-    entries.push_back(sentinel); /* the kernel reads one entry ahead */
+    entries.resize(entries.size() + 64, sentinel); /* the kernel reads up to 64 entries ahead */
     tsc_status st;
     out->bytes = 0;
     if ((st = upload(&out->entries, entries.data(), entries.size(), &out->bytes)) != TSC_OK) return st;
