@@ -182,6 +182,34 @@ def test_smem_multichunk_and_unaligned_input(dtype, aligned):
     assert not bad, "seed {} dtype {} aligned {}: {}".format(seed, dtype, aligned, bad)
 
 
+@pytest.mark.parametrize("sparsity", [0.5, 0.9])
+def test_half2_accuracy_deep_reduction(sparsity):
+    """fp16 I/O with half2 arithmetic (reuse kernel): fp16 products and fp16 partial sums over at most 16
+    input channels, flushed into fp32. On a deep reduction (C = 512, up to 2304 terms per output) the
+    error stays within the fp16 tolerance; the measured errors are printed (pytest -s)."""
+    rng = np.random.default_rng(secrets.randbits(32))
+    C, K, H, W = 512, 32, 14, 14
+    sw = random_sparse_weight(rng, K, C, 3, 3, sparsity)
+    x = torch.from_numpy(rng.standard_normal((1, C, H, W)).astype(np.float32)).to("cuda", torch.float16)
+    ref = reference.sparse_conv2d(x.float().cpu().numpy().astype(np.float64), sw, None, (1, 1), (1, 1, 1, 1))
+    plan = tcuda.SparseConvPlan(sw, None, (1, 1), (1, 1, 1, 1), dtype="fp16")
+    y = torch.empty((1, K, H, W), device="cuda", dtype=torch.float16)
+    names = plan.variants(1, H, W)
+    errs = {}
+    for i, name in enumerate(names):
+        y.fill_(float("nan"))
+        plan.enqueue_variant(i, x, y)
+        torch.cuda.synchronize()
+        out = y.float().cpu().numpy()
+        errs[name] = (_rel_err(out, ref), float(np.max(np.abs(out - ref)) / np.max(np.abs(ref))))
+    half2 = {k: v for k, v in errs.items() if "half2" in k}
+    assert half2, names
+    print("half2 errors (norm rel, max abs / max |ref|):", half2)
+    print("fp32-accumulate errors:", {k: v for k, v in errs.items() if "half2" not in k})
+    bad = {k: v for k, v in errs.items() if not (v[0] < TOL["fp16"] and v[1] < 4e-3)}
+    assert not bad, bad
+
+
 def _weight_nnz(sw):
     return int(np.asarray(sw.row_offsets)[-1])
 
