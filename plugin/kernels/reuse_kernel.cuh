@@ -183,6 +183,7 @@ struct ReuseChunk {
                 const T* cp = sb + cl * p.cstride;
 #pragma unroll
                 for (int a = 0; a < PTH; ++a) load_row<T, PTW, FAST>(cp + a * p.pitch, xp[a]);
+#pragma unroll 1
                 for (int t = e0; t < e1; ++t) {
                     int v, code;
                     es.next(lane, v, code);
@@ -218,6 +219,7 @@ struct ReuseChunk<__half, true, R, S, ST, KT, PH, PW, FAST> {
                 const __half* cp = sb + cl * p.cstride;
 #pragma unroll
                 for (int a = 0; a < PTH; ++a) load_row_h2<PTW, FAST>(cp + a * p.pitch, xp[a]);
+#pragma unroll 1
                 for (int t = e0; t < e1; ++t) {
                     int v, code;
                     es.next(lane, v, code);

@@ -110,8 +110,11 @@ cudaError_t launch_smem_f16(int tile, int kw, const SmemParams& p, size_t smem, 
     X(8, 1, 1, 1, 16, 2, 4, 8, 1, 1) \
     X(9, 1, 1, 1, 8, 1, 2, 4, 4, 1) \
     X(10, 3, 3, 2, 8, 2, 4, 8, 1, 0) \
-    X(11, 3, 3, 2, 8, 1, 2, 4, 4, 0)
-static const int REUSE_CFGS = 12;
+    X(11, 3, 3, 2, 8, 1, 2, 4, 4, 0) \
+    X(12, 3, 3, 1, 4, 2, 4, 8, 1, 1) \
+    X(13, 3, 3, 1, 4, 2, 4, 4, 2, 1) \
+    X(14, 3, 3, 1, 4, 2, 4, 4, 4, 1)
+static const int REUSE_CFGS = 15;
 struct ReuseCfgInfo { int r, s, st, kt, ph, pw, lw, ns, f16; };
 inline ReuseCfgInfo reuse_cfg_info(int id) {
     static const ReuseCfgInfo t[REUSE_CFGS] = {
