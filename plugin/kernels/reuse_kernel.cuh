@@ -128,36 +128,41 @@ __device__ __forceinline__ void st_out(__half* p, float v) { *p = __float2half_r
 }  // namespace reuse_detail
 
 /* The warp's nonzeros of one staged chunk as a stream: lanes hold two batches of 32 consecutive entries
- * (coalesced loads, the next batch in flight) and each nonzero is broadcast by two shuffles, fetched one
- * nonzero ahead; the stream runs on across the chunk's input channels (their lists are contiguous). The
- * channel boundaries seg[0..cc] were loaded one chunk ahead (lane l holds seg[l] and seg[32 + l]). */
+ * (coalesced loads, the next batch in flight); the stream runs on across the chunk's input channels
+ * (their lists are contiguous). for_channel() walks one channel's nonzeros batch by batch: per nonzero
+ * two shuffles (issued one nonzero ahead) and the dispatch, no per-nonzero refill test. The channel
+ * boundaries seg[0..cc] were loaded one chunk ahead (lane l holds seg[l] and seg[32 + l]). */
 struct EntryStream {
     const int2* __restrict__ entries;
     int bb;          /* index of the entry in cur lane 0 */
     int2 cur, nxt;   /* entries[bb + lane], entries[bb + 32 + lane] (64 readable entries past the end) */
-    int j;           /* position of the next nonzero in cur */
-    int v, code;     /* the next nonzero (value bits, case) */
     __device__ __forceinline__ void start(const int2* __restrict__ e, int e0, int lane) {
         entries = e;
         bb = e0;
         cur = __ldg(entries + bb + lane);
         nxt = __ldg(entries + bb + 32 + lane);
-        j = 0;
-        v = __shfl_sync(0xffffffffu, cur.x, 0);
-        code = __shfl_sync(0xffffffffu, cur.y, 0);
     }
-    /* advance: returns the current nonzero in (cv, cc) and fetches the following one */
-    __device__ __forceinline__ void next(int lane, int& cv, int& cc) {
-        cv = v;
-        cc = code;
-        if (++j == 32) {
-            bb += 32;
-            cur = nxt;
-            nxt = __ldg(entries + bb + 32 + lane);
-            j = 0;
+    /* f(value bits, case) for the nonzeros [e0, e1) */
+    template <typename F>
+    __device__ __forceinline__ void for_channel(int e0, int e1, int lane, F&& f) {
+        int t = e0;
+        while (t < e1) {
+            if (t >= bb + 32) { /* warp-uniform, once per 32 nonzeros */
+                bb += 32;
+                cur = nxt;
+                nxt = __ldg(entries + bb + 32 + lane);
+            }
+            const int j0 = t - bb, j1 = min(e1 - bb, 32);
+            int v = __shfl_sync(0xffffffffu, cur.x, j0), code = __shfl_sync(0xffffffffu, cur.y, j0);
+#pragma unroll 1
+            for (int j = j0; j < j1; ++j) {
+                const int vn = __shfl_sync(0xffffffffu, cur.x, j + 1), cn = __shfl_sync(0xffffffffu, cur.y, j + 1);
+                f(v, code);
+                v = vn;
+                code = cn;
+            }
+            t = bb + j1;
         }
-        v = __shfl_sync(0xffffffffu, cur.x, j);
-        code = __shfl_sync(0xffffffffu, cur.y, j);
     }
 };
 
@@ -183,12 +188,9 @@ struct ReuseChunk {
                 const T* cp = sb + cl * p.cstride;
 #pragma unroll
                 for (int a = 0; a < PTH; ++a) load_row<T, PTW, FAST>(cp + a * p.pitch, xp[a]);
-#pragma unroll 1
-                for (int t = e0; t < e1; ++t) {
-                    int v, code;
-                    es.next(lane, v, code);
+                es.for_channel(e0, e1, lane, [&](int v, int code) {
                     ReuseFma<R, S, ST, KT, PH, PW>::run(acc, xp, __int_as_float(v), code);
-                }
+                });
             }
             e0 = e1;
         }
@@ -219,12 +221,9 @@ struct ReuseChunk<__half, true, R, S, ST, KT, PH, PW, FAST> {
                 const __half* cp = sb + cl * p.cstride;
 #pragma unroll
                 for (int a = 0; a < PTH; ++a) load_row_h2<PTW, FAST>(cp + a * p.pitch, xp[a]);
-#pragma unroll 1
-                for (int t = e0; t < e1; ++t) {
-                    int v, code;
-                    es.next(lane, v, code);
+                es.for_channel(e0, e1, lane, [&](int v, int code) {
                     ReuseHfma2<R, S, ST, KT, PH, PW>::run(acc2, xp, (unsigned)v, code);
-                }
+                });
             }
             e0 = e1;
         }
