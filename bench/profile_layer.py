@@ -1,6 +1,6 @@
 """Run one benchmark layer with one kernel variant (for ncu / compute-sanitizer); no timing.
 
-    python3 bench/profile_layer.py LAYER_NAME [--sparsity 0.9] [--dtype fp32] [--batch 1] [--variant best|INDEX]
+    python3 bench/profile_layer.py LAYER_NAME [--sparsity 0.9] [--dtype fp32] [--batch 1] [--variant best|INDEX|NAME]
 """
 import argparse
 import os
@@ -38,8 +38,12 @@ def main():
         plan.tune(x, y)
         d = plan.describe()
         idx = names.index(d.split("]=")[-1])
-    else:
+    elif a.variant.isdigit():
         idx = int(a.variant)
+    else:  # a variant name as printed by plan.variants()
+        if a.variant not in names:
+            sys.exit("no variant {!r}; variants: {}".format(a.variant, ", ".join(names)))
+        idx = names.index(a.variant)
     print("variant", idx, names[idx], flush=True)
     for _ in range(a.runs):
         plan.enqueue_variant(idx, x, y)

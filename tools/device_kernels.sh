@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call for the kernel work: build (sm_90), GPU tests, compute-sanitizer, benchmark.
 #   [DEADLINE=S] bash tools/device_kernels.sh [build] [test] [sanitize] [sanitize-quick] [plan-memory] [bench-quick]
-#                                             [variants] [bench-full] [bench-sweep] [ncu]
+#                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Logs and JSON go to $OUT (default ./device_out); a short table is printed last.
@@ -133,6 +133,19 @@ if has ncu; then
       --launch-skip 2 --launch-count 1 python3 bench/profile_layer.py $L --variant $idx --runs 4 \
       >"$OUT/ncu_$L.txt" 2>&1
     grep -E "^variant|Duration|Registers Per|Achieved Occupancy|Compute \(SM\) Throughput|Memory Throughput|Issued Warp|No Eligible|Warp Cycles Per Issued|L1/TEX Hit|L2 Hit" "$OUT/ncu_$L.txt" | head -14
+  done
+fi
+if has ncu-reuse; then
+  say "ncu (register-reuse variants, fp32 90%)"
+  for spec in "resnet50_3x3_c512_h7|reuse(tile=8x8,kt=4,px=1x2,split=8)" "vgg16_3x3_c64_k128_h112|reuse(tile=8x32,kt=4,px=2x4,split=1)" \
+              "vgg16_3x3_c64_k128_h112|smem(tile=16x16,kw=2,split=1)"; do
+    L=${spec%%|*}; V=${spec#*|}; tag=$(echo "$V" | tr -c 'a-z0-9' '_' | cut -c1-24)
+    ncu --clock-control none --section SpeedOfLight --section WarpStateStats --section Occupancy \
+      --section LaunchStats --section SchedulerStats --section InstructionStats -k regex:kernel \
+      --launch-skip 2 --launch-count 1 python3 bench/profile_layer.py "$L" --variant "$V" --runs 4 \
+      >"$OUT/ncu_${L}_$tag.txt" 2>&1
+    echo "== $L $V"
+    grep -E "Duration|Registers Per|Achieved Occupancy|Compute \(SM\) Throughput|Memory Throughput|Issued Warp|No Eligible|Warp Cycles Per Issued|Executed Ipc A|Stall" "$OUT/ncu_${L}_$tag.txt" | head -16
   done
 fi
 say "done status=$status"
