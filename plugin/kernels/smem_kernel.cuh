@@ -14,7 +14,10 @@
  * is at tile position (lane_row + jr*LH, lane_col + jc*LW), so consecutive lanes
  * read consecutive shared-memory words. Warps = slots x NS: with NS > 1 the NS
  * warps of a slot split its channels' nonzeros and reduce their partial sums in
- * shared memory (one launch, no atomics, no zeroing). Accumulation is fp32 for
+ * shared memory (one launch, no atomics, no zeroing). With p.cl > 1 (sm_90+, small maps) the p.cl blocks
+ * of a thread-block cluster split the group's input-channel chunks; each block leaves its partial sums in
+ * its shared memory and every block reduces a 1/cl slice of the outputs by reading its peers' partials
+ * through distributed shared memory (still one launch, no atomics). Accumulation is fp32 for
  * fp32 and fp16 I/O (fp16 inputs staged as half, converted at use).
  */
 #ifndef TRT_SPARSE_SMEM_KERNEL_CUH
@@ -22,6 +25,9 @@
 
 #include <cuda_fp16.h>
 #include "tsc_internal.h"
+#if defined(CUDART_VERSION) && CUDART_VERSION >= 12000
+#define TSC_HAS_CLUSTERS 1 /* cudaLaunchKernelEx with a cluster dimension */
+#endif
 
 namespace tsc {
 namespace smem_detail {
@@ -79,6 +85,22 @@ __device__ __forceinline__ void cp_wait_all() {
 #endif
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+/* Thread-block cluster barrier (release/acquire: shared-memory writes before it are visible to the peers). */
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+}
+/* Load the float at the same shared-memory offset as `local` in block `rank` of the cluster (DSMEM). */
+__device__ __forceinline__ float ld_peer(const float* local, unsigned rank) {
+    const unsigned a = (unsigned)__cvta_generic_to_shared(local);
+    unsigned ra;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
+    return v;
+}
+#endif
+
 /* Stage input channels [c0, c0 + cc) of the block's tile (+ halo) into buf, zero outside the image.
  * Each thread walks (row, column) positions 256 apart by carried increments: two divisions per thread
  * and chunk instead of two per copied vector. */
@@ -133,7 +155,8 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int lr = lane / LW, lc = lane % LW;
     const int g = blockIdx.y;
-    const int tile = blockIdx.x;
+    const int cl = p.cl;
+    const int tile = blockIdx.x / cl, rank = blockIdx.x - tile * cl; /* clusters span cl consecutive x blocks */
     const int t_y = tile / p.tiles_w, t_x = tile - t_y * p.tiles_w;
     const int oy0 = t_y * TH, ox0 = t_x * TW;
     const int iy0 = oy0 * p.sh - p.pad_top;
@@ -143,7 +166,12 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
 #pragma unroll
     for (int jr = 0; jr < PXH; ++jr)
         rb[jr] = (((lr + jr * LH) * p.sh) * p.pitch + lc * sw + p.lead) * (int)sizeof(T);
-    const int cs0 = __ldg(p.gch_off + g), cs1 = __ldg(p.gch_off + g + 1);
+    int cs0 = __ldg(p.gch_off + g), cs1 = __ldg(p.gch_off + g + 1);
+    if (cl > 1) { /* this block's share of the group's listed chunks */
+        const int n_ch = cs1 - cs0;
+        cs1 = cs0 + (n_ch * (rank + 1)) / cl;
+        cs0 = cs0 + (n_ch * rank) / cl;
+    }
     const int buf_elems = p.cc * p.cstride;
     T* const sbuf = reinterpret_cast<T*>(smem_raw);
     const int ns = p.ns;
@@ -189,6 +217,36 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
             }
         }
         __syncthreads(); /* every warp is done with the staged input (buffers are reused below / next n) */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        if (cl > 1) {
+            float* red = reinterpret_cast<float*>(smem_raw);
+#pragma unroll
+            for (int kl = 0; kl < KW; ++kl)
+#pragma unroll
+                for (int j = 0; j < PX; ++j) red[((warp * KW + kl) * PX + j) * 32 + lane] = acc[kl][j];
+            cluster_sync(); /* every block's partial sums are in its shared memory */
+            const int outs = (8 / ns) * KW * PX * 32;
+            const int o0 = (outs * rank) / cl, o1 = (outs * (rank + 1)) / cl;
+            for (int o = o0 + (int)threadIdx.x; o < o1; o += 256) {
+                const int ln = o & 31;
+                const int j = (o >> 5) % PX;
+                const int sk = (o >> 5) / PX; /* slot * KW + kl */
+                const int slot = sk / KW, kl = sk - slot * KW;
+                const int k = __ldg(p.perm + g * cpb + sk);
+                const int jr = j / PXW, jc = j - jr * PXW;
+                const int oy = oy0 + ln / LW + jr * LH, ox = ox0 + ln % LW + jc * LW;
+                if (k < 0 || oy >= p.P || ox >= p.Q) continue;
+                float s = 0.0f;
+                for (int q = 0; q < cl; ++q)
+                    for (int sp = 0; sp < ns; ++sp)
+                        s += ld_peer(red + ((((slot * ns + sp) * KW) + kl) * PX + j) * 32 + ln, (unsigned)q);
+                st_out(y + (((long long)n * p.K + k) * p.P + oy) * p.Q + ox,
+                       act_f(s + __ldg(p.bias + k), p.act, p.clip_min, p.clip_max));
+            }
+            cluster_sync(); /* peers are done reading this block's partials (smem reused / block exits) */
+            continue;
+        }
+#endif
         if (ns == 1) {
 #pragma unroll
             for (int kl = 0; kl < KW; ++kl) {
@@ -235,8 +293,37 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
     }
 }
 
+/* Cluster launch (p.cl blocks per cluster along x); cudaErrorNotSupported without cluster support. */
+template <typename K>
+cudaError_t launch_cluster(K kernel, const SmemParams& p, size_t smem, dim3 grid, cudaStream_t s) {
+#if defined(TSC_HAS_CLUSTERS)
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(256, 1, 1);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = (unsigned)p.cl;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, kernel, p);
+#else
+    (void)kernel; (void)p; (void)smem; (void)grid; (void)s;
+    return cudaErrorNotSupported;
+#endif
+}
+
 template <typename T, int LW, int PXH, int PXW, int KW>
 cudaError_t launch_smem_sw(const SmemParams& p, size_t smem, dim3 grid, cudaStream_t s) {
+    if (p.cl > 1) {
+        grid.x *= (unsigned)p.cl;
+        if (p.sw == 1) return launch_cluster(smem_kernel<T, LW, PXH, PXW, KW, 1>, p, smem, grid, s);
+        if (p.sw == 2) return launch_cluster(smem_kernel<T, LW, PXH, PXW, KW, 2>, p, smem, grid, s);
+        return launch_cluster(smem_kernel<T, LW, PXH, PXW, KW, 0>, p, smem, grid, s);
+    }
     if (p.sw == 1) smem_kernel<T, LW, PXH, PXW, KW, 1><<<grid, 256, smem, s>>>(p);
     else if (p.sw == 2) smem_kernel<T, LW, PXH, PXW, KW, 2><<<grid, 256, smem, s>>>(p);
     else smem_kernel<T, LW, PXH, PXW, KW, 0><<<grid, 256, smem, s>>>(p);

@@ -57,9 +57,11 @@ struct TileLayout {
 };
 
 /* Shared-memory kernel configs: tile (tsc::smem_tile_info), output channels per warp slot, warps per slot. */
-struct SmemCfg { int tile, kw, ns; };
-const SmemCfg kSmemCfgs[] = {{0, 4, 1}, {0, 2, 1}, {0, 1, 1}, {1, 2, 1}, {1, 1, 1}, {1, 1, 4},
-                             {2, 2, 1}, {2, 1, 2}, {2, 1, 8}};
+/* cl: blocks of a thread-block cluster splitting the input-channel chunks (sm_90+, small maps). */
+struct SmemCfg { int tile, kw, ns, cl; };
+const SmemCfg kSmemCfgs[] = {{0, 4, 1, 1}, {0, 2, 1, 1}, {0, 1, 1, 1}, {1, 2, 1, 1}, {1, 1, 1, 1}, {1, 1, 4, 1},
+                             {2, 2, 1, 1}, {2, 1, 2, 1}, {2, 1, 8, 1},
+                             {2, 1, 2, 8}, {2, 1, 2, 4}, {2, 2, 1, 8}, {1, 1, 1, 8}, {1, 2, 1, 4}};
 const int kSmemCfgCount = (int)(sizeof(kSmemCfgs) / sizeof(kSmemCfgs[0]));
 const int kSmemBudget = 48 * 1024; /* staging double buffer per block (no opt-in needed) */
 const int kSmemMaxCC = 64;
@@ -104,6 +106,7 @@ struct tsc_plan {
     std::vector<float> h_val;
     int smem_optin = 48 * 1024;
     int sm_count = 1;
+    bool clusters = false; /* device and build support thread-block clusters (sm_90+, CUDA 12+) */
     mutable std::mutex mu;  /* tuned */
     mutable std::mutex bmu; /* layout build / free */
     std::vector<Tuned> tuned;
@@ -264,7 +267,8 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
     const long long pitch = (lead + in_w + 3) / 4 * 4;
     const long long cstride = in_h * pitch;
     if (cstride * es * 2 > kSmemBudget) return TSC_OK; /* not available for this geometry */
-    const int cc = (int)std::min<long long>(std::min(d.C, kSmemMaxCC), kSmemBudget / (2 * cstride * es));
+    int cc = (int)std::min<long long>(std::min(d.C, kSmemMaxCC), kSmemBudget / (2 * cstride * es));
+    if (cfg.cl > 1) cc = std::min(cc, std::max(1, d.C / (2 * cfg.cl))); /* >= 2 chunks per cluster block */
     if (cc < 1) return TSC_OK;
     const int slots = 8 / cfg.ns, cpb = slots * cfg.kw;
     const int K = d.K, RS = d.R * d.S;
@@ -273,7 +277,7 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
     const int nch = (d.C + cc - 1) / cc;
     {
         const tsc::SmemTileInfo ti = tsc::smem_tile_info(cfg.tile);
-        const size_t red = cfg.ns > 1 ? (size_t)8 * cfg.kw * ti.pxh * ti.pxw * 32 * sizeof(float) : 0;
+        const size_t red = (cfg.ns > 1 || cfg.cl > 1) ? (size_t)8 * cfg.kw * ti.pxh * ti.pxw * 32 * sizeof(float) : 0;
         out->lead = lead;
         out->in_h = (int)in_h;
         out->pitch = (int)pitch;
@@ -361,9 +365,10 @@ bool smem_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P
     const SmemLayout& L = p->slay[v.cfg];
     if (!L.ok) return false; /* geometry not supported (availability, not whether the arrays are built) */
     const SmemCfg cfg = kSmemCfgs[v.cfg];
+    if (cfg.cl > 1 && !p->clusters) return false;
     const int TH = tsc::smem_tile_h(cfg.tile), TW = tsc::smem_tile_w(cfg.tile);
     const long long tiles = (long long)((P + TH - 1) / TH) * ((Q + TW - 1) / TW);
-    if (tiles >= (1LL << 31) || (long long)H * W >= (1LL << 31) || (long long)P * Q >= (1LL << 31)) return false;
+    if (tiles * cfg.cl >= (1LL << 31) || (long long)H * W >= (1LL << 31) || (long long)P * Q >= (1LL << 31)) return false;
     const int es = p->dtype == TSC_FLOAT16 ? 2 : 4;
     sp->x = x;
     sp->y = y;
@@ -382,6 +387,7 @@ bool smem_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P
     sp->tiles_w = (Q + TW - 1) / TW;
     sp->groups = L.groups;
     sp->ns = cfg.ns;
+    sp->cl = cfg.cl;
     sp->vec = ((W % 4) == 0 && (reinterpret_cast<uintptr_t>(x) % (uintptr_t)(4 * es)) == 0) ? 1 : 0;
     sp->act = p->d.activation;
     sp->clip_min = p->d.clip_min;
@@ -559,6 +565,7 @@ bool reuse_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int 
     sp->tiles_w = (Q + TW - 1) / TW;
     sp->groups = L.groups;
     sp->ns = cfg.ns;
+    sp->cl = 1;
     sp->vec = ((W % 4) == 0 && (reinterpret_cast<uintptr_t>(x) % (uintptr_t)(4 * es)) == 0) ? 1 : 0;
     sp->act = p->d.activation;
     sp->clip_min = p->d.clip_min;
@@ -891,7 +898,8 @@ std::string variant_name(const tsc_plan* plan, const Variant& v) {
     if (v.kind == 3) {
         const SmemCfg c = kSmemCfgs[v.cfg];
         return "smem(tile=" + std::to_string(tsc::smem_tile_h(c.tile)) + "x" + std::to_string(tsc::smem_tile_w(c.tile)) +
-               ",kw=" + std::to_string(c.kw) + ",split=" + std::to_string(c.ns) + ")";
+               ",kw=" + std::to_string(c.kw) + ",split=" + std::to_string(c.ns) +
+               (c.cl > 1 ? ",cluster=" + std::to_string(c.cl) : std::string()) + ")";
     }
     if (v.kind == 4) {
         const tsc::ReuseCfgInfo c = tsc::reuse_cfg_info(v.cfg);
@@ -975,6 +983,14 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
     cudaError_t e = cudaGetDevice(&dev);
     if (e != cudaSuccess) { free_plan(p); return cuda_fail(e, "cudaGetDevice"); }
     cudaDeviceGetAttribute(&p->sm_count, cudaDevAttrMultiProcessorCount, dev);
+#if defined(CUDART_VERSION) && CUDART_VERSION >= 12000
+    {
+        int cc_major = 0, cluster_launch = 0;
+        cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, dev);
+        cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, dev);
+        p->clusters = cc_major >= 9 && cluster_launch != 0;
+    }
+#endif
     int optin = 48 * 1024;
     if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess || optin < 48 * 1024)
         optin = 48 * 1024;

@@ -88,6 +88,8 @@ struct SmemParams {
     int in_h, pitch, cstride, cc; /* staged rows, row pitch, channel stride (elements), channels per chunk */
     int tiles_h, tiles_w, groups;
     int ns;                 /* warps splitting one slot's nonzeros (1, 2, 4, 8) */
+    int cl;                 /* smem kernel: blocks of a thread-block cluster splitting the group's input-channel
+                             * chunks (1: no cluster; > 1 only on sm_90+, partial sums reduced through DSMEM) */
     int vec;                /* 1: 4-element vector copies (W % 4 == 0, aligned input) */
     int act;
     float clip_min, clip_max;
