@@ -32,12 +32,12 @@ from .reference import conv_output_size
 
 #: fitted coefficients per dtype: (sparse [s0..s3], dense [d0..d2]); see docs/PERFORMANCE.md
 COEFFS = {
-    "fp32": {"sparse": [2.2839, 0.4841, 0.2025, 0.1747, -0.1963], "dense": [-0.0564, 0.4746, -0.1233]},
-    "fp16": {"sparse": [2.6677, 0.3161, 0.3066, 0.31, -0.2268], "dense": [-0.6726, 0.4972, -0.1831]},
+    "fp32": {"sparse": [2.1756, 0.4838, 0.2239, 0.1647, -0.1798], "dense": [-0.0375, 0.4674, -0.1194]},
+    "fp16": {"sparse": [2.6371, 0.3441, 0.3086, 0.259, -0.2189], "dense": [-0.6566, 0.4906, -0.1855]},
 }
 #: source of COEFFS (results files the fit came from; 128 cases per dtype)
-FIT_SOURCE = ("bench/results/h200_smem_full.json + bench/results/h200_smem_sweep.json "
-              "(H200, cuDNN 9.19, torch 2.11; kernels with the smem variant)")
+FIT_SOURCE = ("bench/results/h200_round3_full.json + bench/results/h200_round3_sweep_precluster.json "
+              "(H200, cuDNN 9.19, torch 2.11; kernels with the smem, cluster and register-reuse variants)")
 #: assumed slowdown of the generic kernel vs the register-tile kernel (not measured by the sweep)
 GENERIC_PENALTY = 3.0
 
