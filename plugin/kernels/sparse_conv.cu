@@ -450,6 +450,8 @@ tsc_status build_reuse_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLay
     const int nch = (d.C + cc - 1) / cc;
     const int PX = cfg.ph * cfg.pw;
     const size_t red = cfg.ns > 1 ? (size_t)8 * cfg.kt * PX * 32 * sizeof(float) : 0;
+    /* list offsets: up to G x chunks x 8 warps x cc ints; keep the layout <= 64 MB of them */
+    if ((long long)G * nch * 8 * cc >= (16LL << 20)) return TSC_OK;
     out->lead = lead;
     out->in_h = (int)in_h;
     out->pitch = (int)pitch;
