@@ -197,24 +197,30 @@ tsc_status upload(T** dst, const void* src, size_t count, size_t* acc = nullptr)
     return TSC_OK;
 }
 
-/* Output channels dealt to groups of kt slots: sorted by nnz, snake order, so
- * every group (one warp's channel set) carries a similar number of nonzeros. */
-tsc_status build_tile_layout(tsc_plan* p, const tsc_weights* w, int kt, TileLayout* out) {
-    const tsc_conv_desc& d = p->d;
-    const int K = d.K, RS = d.R * d.S;
-    const int G = (K + kt - 1) / kt;
+/* Output channels sorted by nnz and dealt snake-wise to U slots of `per` channels each (perm[u * per + i],
+ * -1 where empty), so every slot (one warp's channel set) carries a similar number of nonzeros. */
+std::vector<int> deal_channels(const tsc_weights* w, int K, int U, int per) {
     std::vector<int> order(K);
     for (int k = 0; k < K; ++k) order[k] = k;
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
         return (w->row_offsets[a + 1] - w->row_offsets[a]) > (w->row_offsets[b + 1] - w->row_offsets[b]);
     });
-    std::vector<int> perm((size_t)G * kt, -1);
-    std::vector<int> fill(G, 0);
+    std::vector<int> perm((size_t)U * per, -1);
+    std::vector<int> fill(U, 0);
     for (int i = 0; i < K; ++i) {
-        const int round = i / G, pos = i % G;
-        const int g = (round & 1) ? (G - 1 - pos) : pos;
-        perm[(size_t)g * kt + fill[g]++] = order[i];
+        const int round = i / U, pos = i % U;
+        const int u = (round & 1) ? (U - 1 - pos) : pos;
+        perm[(size_t)u * per + fill[u]++] = order[i];
     }
+    return perm;
+}
+
+/* Output channels dealt to groups of kt slots (deal_channels). */
+tsc_status build_tile_layout(tsc_plan* p, const tsc_weights* w, int kt, TileLayout* out) {
+    const tsc_conv_desc& d = p->d;
+    const int K = d.K, RS = d.R * d.S;
+    const int G = (K + kt - 1) / kt;
+    const std::vector<int> perm = deal_channels(w, K, G, kt);
     std::vector<int2> entries;
     entries.reserve((size_t)p->nnz + 1);
     std::vector<int> goff(G + 1, 0);
@@ -249,6 +255,20 @@ tsc_status build_tile_layout(tsc_plan* p, const tsc_weights* w, int kt, TileLayo
     out->bytes = 0;
     if ((st = upload(&out->entries, entries.data(), entries.size(), &out->bytes)) != TSC_OK) return st;
     if ((st = upload(&out->goff, goff.data(), goff.size(), &out->bytes)) != TSC_OK) return st;
+    if ((st = upload(&out->perm, perm.data(), perm.size(), &out->bytes)) != TSC_OK) return st;
+    return TSC_OK;
+}
+
+/* Upload the arrays of a staged (smem / reuse) layout; out->bytes counts what it holds. */
+tsc_status upload_staged(SmemLayout* out, const std::vector<int2>& entries, const std::vector<int>& seg,
+                         const std::vector<int>& gch_off, const std::vector<int>& chunk_ids,
+                         const std::vector<int>& perm) {
+    tsc_status st;
+    out->bytes = 0;
+    if ((st = upload(&out->entries, entries.data(), entries.size(), &out->bytes)) != TSC_OK) return st;
+    if ((st = upload(&out->seg, seg.data(), seg.size(), &out->bytes)) != TSC_OK) return st;
+    if ((st = upload(&out->gch_off, gch_off.data(), gch_off.size(), &out->bytes)) != TSC_OK) return st;
+    if ((st = upload(&out->chunk_ids, chunk_ids.data(), chunk_ids.size(), &out->bytes)) != TSC_OK) return st;
     if ((st = upload(&out->perm, perm.data(), perm.size(), &out->bytes)) != TSC_OK) return st;
     return TSC_OK;
 }
@@ -289,19 +309,7 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
     }
     if (!build || !out->ok) return TSC_OK; /* geometry only */
     /* output channels: sorted by nnz, snake-dealt to the G * slots warp slots (kw channels each) */
-    std::vector<int> order(K);
-    for (int k = 0; k < K; ++k) order[k] = k;
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-        return (w->row_offsets[a + 1] - w->row_offsets[a]) > (w->row_offsets[b + 1] - w->row_offsets[b]);
-    });
-    const int U = G * slots;
-    std::vector<int> perm((size_t)G * cpb, -1);
-    std::vector<int> fill(U, 0);
-    for (int i = 0; i < K; ++i) {
-        const int round = i / U, pos = i % U;
-        const int u = (round & 1) ? (U - 1 - pos) : pos;
-        perm[(size_t)u * cfg.kw + fill[u]++] = order[i];
-    }
+    const std::vector<int> perm = deal_channels(w, K, G * slots, cfg.kw);
     std::vector<int2> entries;
     entries.reserve((size_t)p->nnz);
     std::vector<int> seg, gch_off(1, 0), chunk_ids;
@@ -348,27 +356,15 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
         gch_off.push_back((int)chunk_ids.size());
     }
     seg.push_back((int)entries.size());
-    tsc_status st;
-    out->bytes = 0;
-    if ((st = upload(&out->entries, entries.data(), entries.size(), &out->bytes)) != TSC_OK) return st;
-    if ((st = upload(&out->seg, seg.data(), seg.size(), &out->bytes)) != TSC_OK) return st;
-    if ((st = upload(&out->gch_off, gch_off.data(), gch_off.size(), &out->bytes)) != TSC_OK) return st;
-    if ((st = upload(&out->chunk_ids, chunk_ids.data(), chunk_ids.size(), &out->bytes)) != TSC_OK) return st;
-    if ((st = upload(&out->perm, perm.data(), perm.size(), &out->bytes)) != TSC_OK) return st;
-    return TSC_OK;
+    return upload_staged(out, entries, seg, gch_off, chunk_ids, perm);
 }
 
-/* Launch parameters of a smem variant; false if it cannot run this shape. */
-bool smem_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P, int Q, const void* x, void* y,
-                 tsc::SmemParams* sp) {
-    if (p->layout != TSC_NCHW || v.cfg < 0 || v.cfg >= kSmemCfgCount) return false;
-    const SmemLayout& L = p->slay[v.cfg];
-    if (!L.ok) return false; /* geometry not supported (availability, not whether the arrays are built) */
-    const SmemCfg cfg = kSmemCfgs[v.cfg];
-    if (cfg.cl > 1 && !p->clusters) return false;
-    const int TH = tsc::smem_tile_h(cfg.tile), TW = tsc::smem_tile_w(cfg.tile);
+/* Launch parameters of a staged-input kernel (smem or reuse) with output tile TH x TW, ns warps per slot and
+ * cl blocks per cluster; false if the shape overflows the kernel's index types. */
+bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int ns, int cl, int N, int H, int W, int P,
+                   int Q, const void* x, void* y, tsc::SmemParams* sp) {
     const long long tiles = (long long)((P + TH - 1) / TH) * ((Q + TW - 1) / TW);
-    if (tiles * cfg.cl >= (1LL << 31) || (long long)H * W >= (1LL << 31) || (long long)P * Q >= (1LL << 31)) return false;
+    if (tiles * cl >= (1LL << 31) || (long long)H * W >= (1LL << 31) || (long long)P * Q >= (1LL << 31)) return false;
     const int es = p->dtype == TSC_FLOAT16 ? 2 : 4;
     sp->x = x;
     sp->y = y;
@@ -386,13 +382,25 @@ bool smem_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P
     sp->tiles_h = (P + TH - 1) / TH;
     sp->tiles_w = (Q + TW - 1) / TW;
     sp->groups = L.groups;
-    sp->ns = cfg.ns;
-    sp->cl = cfg.cl;
+    sp->ns = ns;
+    sp->cl = cl;
     sp->vec = ((W % 4) == 0 && (reinterpret_cast<uintptr_t>(x) % (uintptr_t)(4 * es)) == 0) ? 1 : 0;
     sp->act = p->d.activation;
     sp->clip_min = p->d.clip_min;
     sp->clip_max = p->d.clip_max;
     return true;
+}
+
+/* Launch parameters of a smem variant; false if it cannot run this shape. */
+bool smem_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P, int Q, const void* x, void* y,
+                 tsc::SmemParams* sp) {
+    if (p->layout != TSC_NCHW || v.cfg < 0 || v.cfg >= kSmemCfgCount) return false;
+    const SmemLayout& L = p->slay[v.cfg];
+    if (!L.ok) return false; /* geometry not supported (availability, not whether the arrays are built) */
+    const SmemCfg cfg = kSmemCfgs[v.cfg];
+    if (cfg.cl > 1 && !p->clusters) return false;
+    return staged_params(p, L, tsc::smem_tile_h(cfg.tile), tsc::smem_tile_w(cfg.tile), cfg.ns, cfg.cl, N, H, W, P, Q,
+                         x, y, sp);
 }
 
 /* IEEE fp16 bits of v, round to nearest even (host side; values are finite, validated). */
@@ -461,19 +469,7 @@ tsc_status build_reuse_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLay
     out->smem = std::max<size_t>((size_t)2 * cc * cstride * es, red);
     out->ok = out->smem <= (size_t)p->smem_optin;
     if (!build || !out->ok) return TSC_OK; /* geometry only */
-    std::vector<int> order(K);
-    for (int k = 0; k < K; ++k) order[k] = k;
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-        return (w->row_offsets[a + 1] - w->row_offsets[a]) > (w->row_offsets[b + 1] - w->row_offsets[b]);
-    });
-    const int U = G * slots;
-    std::vector<int> perm((size_t)G * cpb, -1);
-    std::vector<int> fill(U, 0);
-    for (int i = 0; i < K; ++i) {
-        const int round = i / U, pos = i % U;
-        const int u = (round & 1) ? (U - 1 - pos) : pos;
-        perm[(size_t)u * cfg.kt + fill[u]++] = order[i];
-    }
+    const std::vector<int> perm = deal_channels(w, K, G * slots, cfg.kt);
     std::vector<int2> entries;
     entries.reserve((size_t)p->nnz + 1);
     std::vector<int> seg, gch_off(1, 0), chunk_ids;
@@ -529,14 +525,7 @@ tsc_status build_reuse_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLay
     sentinel.x = 0;
     sentinel.y = 0;
     entries.resize(entries.size() + 64, sentinel); /* the kernel reads up to 64 entries ahead */
-    tsc_status st;
-    out->bytes = 0;
-    if ((st = upload(&out->entries, entries.data(), entries.size(), &out->bytes)) != TSC_OK) return st;
-    if ((st = upload(&out->seg, seg.data(), seg.size(), &out->bytes)) != TSC_OK) return st;
-    if ((st = upload(&out->gch_off, gch_off.data(), gch_off.size(), &out->bytes)) != TSC_OK) return st;
-    if ((st = upload(&out->chunk_ids, chunk_ids.data(), chunk_ids.size(), &out->bytes)) != TSC_OK) return st;
-    if ((st = upload(&out->perm, perm.data(), perm.size(), &out->bytes)) != TSC_OK) return st;
-    return TSC_OK;
+    return upload_staged(out, entries, seg, gch_off, chunk_ids, perm);
 }
 
 /* Launch parameters of a register-reuse variant; false if it cannot run this shape. */
@@ -546,33 +535,7 @@ bool reuse_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int 
     const SmemLayout& L = p->rlay[v.cfg];
     if (!L.ok) return false;
     const tsc::ReuseCfgInfo cfg = tsc::reuse_cfg_info(v.cfg);
-    const int TH = (32 / cfg.lw) * cfg.ph, TW = cfg.lw * cfg.pw;
-    const long long tiles = (long long)((P + TH - 1) / TH) * ((Q + TW - 1) / TW);
-    if (tiles >= (1LL << 31) || (long long)H * W >= (1LL << 31) || (long long)P * Q >= (1LL << 31)) return false;
-    const int es = p->dtype == TSC_FLOAT16 ? 2 : 4;
-    sp->x = x;
-    sp->y = y;
-    sp->entries = L.entries;
-    sp->seg = L.seg;
-    sp->gch_off = L.gch_off;
-    sp->chunk_ids = L.chunk_ids;
-    sp->perm = L.perm;
-    sp->bias = p->bias;
-    sp->N = N; sp->C = p->d.C; sp->H = H; sp->W = W; sp->K = p->d.K; sp->P = P; sp->Q = Q;
-    sp->sh = p->d.stride_h; sp->sw = p->d.stride_w;
-    sp->pad_top = p->d.pad_top; sp->pad_left = p->d.pad_left;
-    sp->lead = L.lead;
-    sp->in_h = L.in_h; sp->pitch = L.pitch; sp->cstride = L.cstride; sp->cc = L.cc;
-    sp->tiles_h = (P + TH - 1) / TH;
-    sp->tiles_w = (Q + TW - 1) / TW;
-    sp->groups = L.groups;
-    sp->ns = cfg.ns;
-    sp->cl = 1;
-    sp->vec = ((W % 4) == 0 && (reinterpret_cast<uintptr_t>(x) % (uintptr_t)(4 * es)) == 0) ? 1 : 0;
-    sp->act = p->d.activation;
-    sp->clip_min = p->d.clip_min;
-    sp->clip_max = p->d.clip_max;
-    return true;
+    return staged_params(p, L, (32 / cfg.lw) * cfg.ph, cfg.lw * cfg.pw, cfg.ns, 1, N, H, W, P, Q, x, y, sp);
 }
 
 void free_plan(tsc_plan* p) {
