@@ -37,32 +37,44 @@ REUSE_H2 = {
 }
 
 
-def asm_block(R, S, ST, KT, PH, PW, name="TileFma"):
-    pth, ptw = (PH - 1) * ST + R, (PW - 1) * ST + S
-    na, npatch = KT * PH * PW, pth * ptw
-    v_op, code_op = na + npatch, na + npatch + 1
+def _brx_body(R, S, KT, code_op, fmas):
+    """Inline-PTX text: one brx.idx on the case (kl*R*S + r*S + s) into the lines fmas(kl, r, s)."""
     ncase = KT * R * S
     out = ["{", "ts: .branchtargets " + ", ".join("L%d" % i for i in range(ncase)) + ";",
            "brx.idx %%%d, ts;" % code_op]
     for n in range(ncase):
         kl, r, s = n // (R * S), (n % (R * S)) // S, n % S
         out.append("L%d:" % n)
-        for ph in range(PH):
-            for pw in range(PW):
-                a = kl * PH * PW + ph * PW + pw
-                p = na + (ph * ST + r) * ptw + (pw * ST + s)
-                out.append("fma.rn.f32 %%%d, %%%d, %%%d, %%%d;" % (a, v_op, p, a))
+        out.extend(fmas(kl, r, s))
         out.append("bra.uni Lend;")
     out += ["Lend:", "}"]
+    return "\\n\\t".join(out)
+
+
+def _specialization(name, key, run_args, body, outs, ins, v_con):
+    """C++ specialization name<key...> whose run(run_args) is the asm block."""
+    return (
+        "template <> struct %s<%s> {\n"
+        "    static __device__ __forceinline__ void run(%s) {\n"
+        "        asm(\"%s\"\n            : %s\n            : %s, \"%s\"(v), \"r\"(code));\n"
+        "    }\n};\n" % (name, ", ".join(str(k) for k in key), run_args, body, outs, ins, v_con)
+    )
+
+
+def asm_block(R, S, ST, KT, PH, PW, name="TileFma"):
+    """fp32 body: acc[kl][ph*PW + pw] += v * xp[ph*ST + r][pw*ST + s]."""
+    pth, ptw = (PH - 1) * ST + R, (PW - 1) * ST + S
+    na, npatch = KT * PH * PW, pth * ptw
+    v_op = na + npatch
+
+    def fmas(kl, r, s):
+        return ["fma.rn.f32 %%%d, %%%d, %%%d, %%%d;" % (kl * PH * PW + ph * PW + pw, v_op,
+                                                       na + (ph * ST + r) * ptw + (pw * ST + s), kl * PH * PW + ph * PW + pw)
+                for ph in range(PH) for pw in range(PW)]
     outs = ", ".join('"+f"(acc[%d][%d])' % (i // (PH * PW), i % (PH * PW)) for i in range(na))
     ins = ", ".join('"f"(xp[%d][%d])' % (i // ptw, i % ptw) for i in range(npatch))
-    body = "\\n\\t".join(out)
-    return (
-        "template <> struct %s<%d, %d, %d, %d, %d, %d> {\n"
-        "    static __device__ __forceinline__ void run(float (&acc)[%d][%d], const float (&xp)[%d][%d], float v, int code) {\n"
-        "        asm(\"%s\"\n            : %s\n            : %s, \"f\"(v), \"r\"(code));\n"
-        "    }\n};\n" % (name, R, S, ST, KT, PH, PW, KT, PH * PW, pth, ptw, body, outs, ins)
-    )
+    args = "float (&acc)[%d][%d], const float (&xp)[%d][%d], float v, int code" % (KT, PH * PW, pth, ptw)
+    return _specialization(name, (R, S, ST, KT, PH, PW), args, _brx_body(R, S, KT, v_op + 1, fmas), outs, ins, "f")
 
 
 def asm_block_h2(R, S, ST, KT, PH, PW):
@@ -70,31 +82,19 @@ def asm_block_h2(R, S, ST, KT, PH, PW):
     assert ST == 1 and PW % 2 == 0
     pth, ptw = (PH - 1) + R, (PW - 1) + S
     nq = ptw - 1
-    na, npatch = KT * PH * PW // 2, pth * nq
-    v_op, code_op = na + npatch, na + npatch + 1
-    ncase = KT * R * S
-    out = ["{", "ts: .branchtargets " + ", ".join("L%d" % i for i in range(ncase)) + ";",
-           "brx.idx %%%d, ts;" % code_op]
-    for n in range(ncase):
-        kl, r, s = n // (R * S), (n % (R * S)) // S, n % S
-        out.append("L%d:" % n)
-        for ph in range(PH):
-            for pp in range(PW // 2):
-                a = kl * PH * PW // 2 + ph * PW // 2 + pp
-                p = na + (ph + r) * nq + (2 * pp + s)
-                out.append("fma.rn.f16x2 %%%d, %%%d, %%%d, %%%d;" % (a, v_op, p, a))
-        out.append("bra.uni Lend;")
-    out += ["Lend:", "}"]
     h = PH * PW // 2
+    na, npatch = KT * h, pth * nq
+    v_op = na + npatch
+
+    def fmas(kl, r, s):
+        return ["fma.rn.f16x2 %%%d, %%%d, %%%d, %%%d;" % (kl * h + ph * PW // 2 + pp, v_op,
+                                                         na + (ph + r) * nq + (2 * pp + s), kl * h + ph * PW // 2 + pp)
+                for ph in range(PH) for pp in range(PW // 2)]
     outs = ", ".join('"+r"(acc[%d][%d])' % (i // h, i % h) for i in range(na))
     ins = ", ".join('"r"(xp[%d][%d])' % (i // nq, i % nq) for i in range(npatch))
-    body = "\\n\\t".join(out)
-    return (
-        "template <> struct ReuseHfma2<%d, %d, %d, %d, %d, %d> {\n"
-        "    static __device__ __forceinline__ void run(unsigned (&acc)[%d][%d], const unsigned (&xp)[%d][%d], unsigned v, int code) {\n"
-        "        asm(\"%s\"\n            : %s\n            : %s, \"r\"(v), \"r\"(code));\n"
-        "    }\n};\n" % (R, S, ST, KT, PH, PW, KT, h, pth, nq, body, outs, ins)
-    )
+    args = "unsigned (&acc)[%d][%d], const unsigned (&xp)[%d][%d], unsigned v, int code" % (KT, h, pth, nq)
+    return _specialization("ReuseHfma2", (R, S, ST, KT, PH, PW), args, _brx_body(R, S, KT, v_op + 1, fmas), outs, ins,
+                           "r")
 
 
 def reuse():
