@@ -41,10 +41,10 @@ using smem_detail::cp_vec;
 using smem_detail::cp_wait_all;
 using smem_detail::zero_vec;
 
+using smem_detail::act_f;
 using smem_detail::stage;
-
-__device__ __forceinline__ float to_f(float v) { return v; }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+using smem_detail::st_out;
+using smem_detail::to_f;
 
 /* Patch row of PTW elements at rp (fp32 registers). FAST: 3x3 stride 1 with PW % 4 == 0 and the
  * row's element 1 16-byte aligned (pad_left = 1 mod 4): one vector load + two halo words. */
@@ -80,13 +80,6 @@ __device__ __forceinline__ void load_row_h2(const __half* rp, unsigned (&dst)[PT
     }
 }
 
-__device__ __forceinline__ float act_f(float v, int act, float lo, float hi) {
-    if (act == 1) return fmaxf(v, 0.0f);
-    if (act == 2) return fminf(fmaxf(v, lo), hi);
-    return v;
-}
-__device__ __forceinline__ void st_out(float* p, float v) { *p = v; }
-__device__ __forceinline__ void st_out(__half* p, float v) { *p = __float2half_rn(v); }
 
 }  // namespace reuse_detail
 
