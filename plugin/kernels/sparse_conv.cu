@@ -259,6 +259,16 @@ tsc_status build_tile_layout(tsc_plan* p, const tsc_weights* w, int kt, TileLayo
     return TSC_OK;
 }
 
+/* Append list items [b, e) of (key, value bits) pairs as kernel entries (value bits, key). */
+void append_entries(const std::vector<std::pair<int, int> >& L, size_t b, size_t e, std::vector<int2>* entries) {
+    for (size_t t = b; t < e; ++t) {
+        int2 en;
+        en.x = L[t].second;
+        en.y = L[t].first;
+        entries->push_back(en);
+    }
+}
+
 /* Upload the arrays of a staged (smem / reuse) layout; out->bytes counts what it holds. */
 tsc_status upload_staged(SmemLayout* out, const std::vector<int2>& entries, const std::vector<int>& seg,
                          const std::vector<int>& gch_off, const std::vector<int>& chunk_ids,
@@ -342,14 +352,8 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
                 for (int kl = 0; kl < cfg.kw; ++kl) {
                     std::vector<std::pair<int, int> >& L = lists[((size_t)ch * slots + slot) * cfg.kw + kl];
                     std::sort(L.begin(), L.end());
-                    const size_t b = L.size() * sp / cfg.ns, e = L.size() * (sp + 1) / cfg.ns;
                     seg.push_back((int)entries.size());
-                    for (size_t t = b; t < e; ++t) {
-                        int2 en;
-                        en.x = L[t].second;
-                        en.y = L[t].first;
-                        entries.push_back(en);
-                    }
+                    append_entries(L, L.size() * sp / cfg.ns, L.size() * (sp + 1) / cfg.ns, &entries);
                 }
             }
         }
@@ -509,12 +513,7 @@ tsc_status build_reuse_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLay
                     if (c >= c1 || cl % cfg.ns != sp) continue;
                     std::vector<std::pair<int, int> >& L = lists[(size_t)slot * d.C + c];
                     std::sort(L.begin(), L.end());
-                    for (size_t t = 0; t < L.size(); ++t) {
-                        int2 en;
-                        en.x = L[t].second;
-                        en.y = L[t].first;
-                        entries.push_back(en);
-                    }
+                    append_entries(L, 0, L.size(), &entries);
                 }
             }
         }
