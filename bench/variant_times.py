@@ -57,15 +57,18 @@ def main():
     ap.add_argument("--batch", type=int, nargs="+", default=[1])
     ap.add_argument("--json")
     ap.add_argument("--family", default="reuse", help="variant family compared with the best of the others")
+    ap.add_argument("--pattern", default="unstructured", help="unstructured or vector:V (prune --pattern)")
     a = ap.parse_args()
     layers = [l for l in load_layers(a.layers) if not a.only or l["name"] in a.only]
+    from trt_sparse.prune import parse_pattern
+    vec = parse_pattern(a.pattern)
     out = []
     for lay in layers:
         for batch in a.batch:
             for dtype in a.dtype:
                 for sp in a.sparsity:
                     rng = np.random.default_rng([0, int(round(sp * 1000))])
-                    w, sw = _pruned_weight(rng, lay, sp)
+                    w, sw = _pruned_weight(rng, lay, sp, vec)
                     st, pd, dl = lay["stride"], lay["pad"], lay["dilation"]
                     plan = tcuda.SparseConvPlan(sw, None, (st, st), (pd,) * 4, (dl, dl), 0, 0.0, 6.0, dtype)
                     tdt = torch.float16 if dtype == "fp16" else torch.float32
@@ -86,7 +89,7 @@ def main():
                     print("{:28s} N={} {} {:.2f}: old best {:8.2f} us  {} {:8.2f} us  ({})  x{:.2f}".format(
                         lay["name"], batch, dtype, sp, old, newfam, new or -1, best.get(newfam, ("-",))[0],
                         (old / new) if new else 0.0), flush=True)
-                    out.append({"layer": lay["name"], "batch": batch, "dtype": dtype, "sparsity": sp,
+                    out.append({"layer": lay["name"], "batch": batch, "dtype": dtype, "sparsity": sp, "pattern": a.pattern,
                                 "times_us": times, "best_per_family": best})
                     plan.close()
     if a.json:

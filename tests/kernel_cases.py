@@ -17,13 +17,17 @@ def case(name, N=1, C=8, K=8, H=9, W=9, R=3, S=3, strides=(1, 1), pads=(1, 1, 1,
 
 
 def random_sparse_weight(rng, K, C, R, S, sparsity, pattern="uniform"):
-    """A SparseConvWeight with the given sparsity; pattern 'skewed' makes some channels dense, some empty."""
+    """A SparseConvWeight with the given sparsity; pattern 'skewed' makes some channels dense, some empty,
+    'vectorV' shares one mask among V consecutive output channels (vector-sparse pruning)."""
     w = rng.standard_normal((K, C, R, S)).astype(np.float32)
     if pattern == "uniform":
         mask = rng.random((K, C, R, S)) >= sparsity
     elif pattern == "skewed":
         dens = rng.choice([0.0, 1.0, 1.0 - sparsity, 0.02], size=K, p=[0.3, 0.15, 0.4, 0.15])
         mask = rng.random((K, C, R, S)) < dens[:, None, None, None]
+    elif pattern.startswith("vector"):  # vectorV: V consecutive output channels share one mask
+        v = int(pattern[len("vector"):])
+        mask = np.repeat(rng.random(((K + v - 1) // v, C, R, S)) >= sparsity, v, axis=0)[:K]
     elif pattern == "empty_channels":
         mask = rng.random((K, C, R, S)) >= sparsity
         mask[rng.random(K) < 0.5] = False
@@ -71,4 +75,9 @@ CASES = [
     case("c_many", C=300, K=16, H=6, W=6, sparsity=0.95),
     case("resnet_like_7", N=2, C=64, K=64, H=7, W=7, sparsity=0.9),
     case("resnet_like_14", C=64, K=96, H=14, W=14, sparsity=0.95),
+    case("vector16", C=40, K=48, H=12, W=20, pattern="vector16", sparsity=0.8),
+    case("vector16_k_tail", C=24, K=40, H=9, W=11, pattern="vector16", sparsity=0.7),
+    case("vector8_stride2", C=16, K=32, H=15, W=17, strides=(2, 2), pattern="vector8", sparsity=0.75),
+    case("vector16_dil2_1x3", C=20, K=32, H=10, W=13, S=3, R=1, dilations=(2, 2), pads=(0, 2, 0, 2),
+         pattern="vector16", sparsity=0.6),
 ]

@@ -2,6 +2,7 @@
 # One device call for the kernel work: build (sm_90), GPU tests, compute-sanitizer, benchmark.
 #   [DEADLINE=S] bash tools/device_kernels.sh [build] [test] [sanitize] [sanitize-quick] [plan-memory] [bench-quick]
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
+#                                             [mma] [bench-vector]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Logs and JSON go to $OUT (default ./device_out); a short table is printed last.
@@ -33,7 +34,7 @@ if has test; then
 fi
 if has sanitize && fits 60; then
   say "compute-sanitizer memcheck + racecheck (subset)"
-  SUB="basic or odd_sizes or stride2 or 1x1 or k_tail_70 or batch3 or skewed or dilation2 or c_many"
+  SUB="basic or odd_sizes or stride2 or 1x1 or k_tail_70 or batch3 or skewed or dilation2 or c_many or vector"
   for tool in memcheck racecheck; do
     compute-sanitizer --tool $tool --error-exitcode 99 python3 -m pytest -q -m gpu tests/test_kernels_gpu.py \
       -k "test_every_variant_matches_reference and ($SUB)" >"$OUT/sanitize_$tool.log" 2>&1
@@ -124,6 +125,20 @@ if has bench-sweep && fits 50; then
     resnet50_1x1_c1024_k256_h14 --json "$OUT/bench_sweep.json" --plot "$OUT/bench_sweep.png" \
     2>"$OUT/bench_sweep.err" || status=1
 fi
+if has mma && fits 120; then
+  say "tensor-core variant vs the other variants (fp16, unstructured and vector:16)"
+  L="resnet50_3x3_c64_h56 resnet50_3x3_c128_h28 resnet50_3x3_c256_h14 resnet50_3x3_c512_h7 vgg16_3x3_c64_k128_h112 vgg16_3x3_c256_k512_h28"
+  timeout 150 python3 bench/variant_times.py --family mma --sparsity 0.9 0.95 --dtype fp16 --only $L \
+    --json "$OUT/mma_unstructured.json" 2>&1 | tee "$OUT/mma_unstructured.txt" | grep -v Warn | tail -14
+  timeout 100 python3 bench/variant_times.py --family mma --pattern vector:16 --sparsity 0.7 0.9 --dtype fp16 --only $L \
+    --json "$OUT/mma_vector16.json" 2>&1 | tee "$OUT/mma_vector16.txt" | grep -v Warn | tail -14
+fi
+if has bench-vector && fits 100; then
+  say "bench vector:16 regime (fp16, 3x3 s1 layers, batch 1 and 8)"
+  python3 -m trt_sparse bench-kernels --layers bench/layers.json --batch 1 8 --sparsity 0.5 0.7 0.8 0.9 0.95 \
+    --dtype fp16 --pattern vector:16 --json "$OUT/bench_vector16.json" --plot "$OUT/bench_vector16.png" \
+    2>"$OUT/bench_vector16.err" || status=1
+fi
 if has ncu; then
   say "ncu (tuned variant, fp32 90%)"
   for L in resnet50_3x3_c64_h56 resnet50_3x3_c256_h14 vgg16_3x3_c256_k512_h28; do
@@ -151,7 +166,7 @@ fi
 say "done status=$status"
 # at most 8 files come back: pack the logs
 (cd "$OUT" && ls *.log *.err *.txt >/dev/null 2>&1 && tar czf logs.tgz *.log *.err *.txt && rm -f *.log *.err *.txt)
-for j in "$OUT"/bench_full.json "$OUT"/bench_sweep.json; do
+for j in "$OUT"/bench_full.json "$OUT"/bench_sweep.json "$OUT"/bench_vector16.json; do
   [ -f "$j" ] && python3 -c "import json,sys; from trt_sparse.commands.bench_kernels_cmd import format_summary; print(sys.argv[1]); print(format_summary(json.load(open(sys.argv[1]))['summary']))" "$j"
 done
 exit $status

@@ -293,9 +293,9 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
     }
 }
 
-/* Cluster launch (p.cl blocks per cluster along x); cudaErrorNotSupported without cluster support. */
-template <typename K>
-cudaError_t launch_cluster(K kernel, const SmemParams& p, size_t smem, dim3 grid, cudaStream_t s) {
+/* Cluster launch of kernel(p) with cl blocks per cluster along x; cudaErrorNotSupported without cluster support. */
+template <typename K, typename Prm>
+cudaError_t launch_cluster(K kernel, const Prm& p, int cl, size_t smem, dim3 grid, cudaStream_t s) {
 #if defined(TSC_HAS_CLUSTERS)
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
@@ -304,14 +304,14 @@ cudaError_t launch_cluster(K kernel, const SmemParams& p, size_t smem, dim3 grid
     cfg.stream = s;
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = (unsigned)p.cl;
+    attr[0].val.clusterDim.x = (unsigned)cl;
     attr[0].val.clusterDim.y = 1;
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
     return cudaLaunchKernelEx(&cfg, kernel, p);
 #else
-    (void)kernel; (void)p; (void)smem; (void)grid; (void)s;
+    (void)kernel; (void)p; (void)cl; (void)smem; (void)grid; (void)s;
     return cudaErrorNotSupported;
 #endif
 }
@@ -320,9 +320,9 @@ template <typename T, int LW, int PXH, int PXW, int KW>
 cudaError_t launch_smem_sw(const SmemParams& p, size_t smem, dim3 grid, cudaStream_t s) {
     if (p.cl > 1) {
         grid.x *= (unsigned)p.cl;
-        if (p.sw == 1) return launch_cluster(smem_kernel<T, LW, PXH, PXW, KW, 1>, p, smem, grid, s);
-        if (p.sw == 2) return launch_cluster(smem_kernel<T, LW, PXH, PXW, KW, 2>, p, smem, grid, s);
-        return launch_cluster(smem_kernel<T, LW, PXH, PXW, KW, 0>, p, smem, grid, s);
+        if (p.sw == 1) return launch_cluster(smem_kernel<T, LW, PXH, PXW, KW, 1>, p, p.cl, smem, grid, s);
+        if (p.sw == 2) return launch_cluster(smem_kernel<T, LW, PXH, PXW, KW, 2>, p, p.cl, smem, grid, s);
+        return launch_cluster(smem_kernel<T, LW, PXH, PXW, KW, 0>, p, p.cl, smem, grid, s);
     }
     if (p.sw == 1) smem_kernel<T, LW, PXH, PXW, KW, 1><<<grid, 256, smem, s>>>(p);
     else if (p.sw == 2) smem_kernel<T, LW, PXH, PXW, KW, 2><<<grid, 256, smem, s>>>(p);

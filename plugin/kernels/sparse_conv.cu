@@ -40,7 +40,7 @@ tsc_status cuda_fail(cudaError_t e, const char* what) {
 /* A kernel variant: generic, or a tile config with its split and lane shape. */
 struct Variant {
     int kind;   /* 0 generic, 1 tile, 2 generic with 4 pixels per thread (NCHW), 3 smem (cfg = kSmemCfgs index),
-                 * 4 register-reuse (cfg = tsc::reuse_cfg_info id) */
+                 * 4 register-reuse (cfg = tsc::reuse_cfg_info id), 5 tensor-core (cfg = tsc::mma_cfg_info id) */
     int cfg;
     int nsplit;
     int lw_log2;
@@ -78,6 +78,14 @@ struct SmemLayout {
     size_t bytes = 0; /* device bytes held (0 while not built) */
 };
 
+/* Tensor-core layout: staging geometry and chunk lists in `s` (s.seg = per (listed chunk, group) first
+ * k-step), plus the k-steps' A fragments and position offsets. */
+struct MmaLayout {
+    SmemLayout s;
+    uint4* afrag = nullptr;
+    unsigned* koff = nullptr;
+};
+
 struct Tuned {
     int N, H, W;
     Variant v;
@@ -101,12 +109,14 @@ struct tsc_plan {
     TileLayout lay[3]; /* kt = 8, 16, 32 (kt == 0: not available for this plan) */
     SmemLayout slay[16]; /* per kSmemCfgs entry (NCHW plans; ok: available) */
     SmemLayout rlay[16]; /* per register-reuse config (tsc::REUSE_CFGS; ok: available) */
+    MmaLayout mlay[16];  /* per tensor-core config (tsc::MMA_CFGS; fp16 NCHW plans on sm_80+) */
     /* validated canonical CSR kept on the host to build layouts later */
     std::vector<int32_t> h_rowoff, h_idx;
     std::vector<float> h_val;
     int smem_optin = 48 * 1024;
     int sm_count = 1;
     bool clusters = false; /* device and build support thread-block clusters (sm_90+, CUDA 12+) */
+    bool mma = false;      /* device is sm_80+ and the library holds the tensor-core kernels for it */
     mutable std::mutex mu;  /* tuned */
     mutable std::mutex bmu; /* layout build / free */
     std::vector<Tuned> tuned;
@@ -537,6 +547,134 @@ bool reuse_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int 
     return staged_params(p, L, (32 / cfg.lw) * cfg.ph, cfg.lw * cfg.pw, cfg.ns, 1, N, H, W, P, Q, x, y, sp);
 }
 
+/* Tensor-core layout for config `ci` (tsc::mma_cfg_info): staged-chunk geometry like the smem kernel; output
+ * channels in natural order, 16 per group (vector-sparse masks of consecutive channels stay aligned), WG
+ * groups per block; per (block group, non-empty chunk, group) the union of the 16 channels' positions in
+ * the chunk, sorted (c, r, s), in k-steps of 16 (the last padded with zero weights): the A fragment of each
+ * lane (fp16, m16n8k16 layout: row = channel, column = position) and the positions' byte offsets. */
+tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout* out, bool build) {
+    const tsc_conv_desc& d = p->d;
+    const tsc::MmaCfgInfo cfg = tsc::mma_cfg_info(ci);
+    SmemLayout& L = out->s;
+    L.ok = false;
+    if (p->layout != TSC_NCHW || p->dtype != TSC_FLOAT16 || !p->mma) return TSC_OK;
+    const int es = 2;
+    const long long in_h = (long long)(cfg.th - 1) * d.stride_h + (long long)(d.R - 1) * d.dilation_h + 1;
+    const long long in_w = (long long)(cfg.tw - 1) * d.stride_w + (long long)(d.S - 1) * d.dilation_w + 1;
+    const int lead = ((-d.pad_left) % 4 + 4) % 4;
+    const long long pitch = (lead + in_w + 3) / 4 * 4;
+    const long long cstride = in_h * pitch;
+    if (cstride * es * 2 > kSmemBudget) return TSC_OK; /* not available for this geometry */
+    int cc = (int)std::min<long long>(std::min(d.C, kSmemMaxCC), kSmemBudget / (2 * cstride * es));
+    if (cfg.cl > 1) cc = std::min(cc, std::max(1, d.C / (2 * cfg.cl))); /* >= 2 chunks per cluster block */
+    if (cc < 1) return TSC_OK;
+    const int cpb = 16 * cfg.wg;
+    const int K = d.K, RS = d.R * d.S;
+    const int G = (K + cpb - 1) / cpb;
+    if (G > 65535) return TSC_OK;
+    const int nch = (d.C + cc - 1) / cc;
+    const size_t red = (cfg.ws > 1 || cfg.cl > 1) ? (size_t)8 * cfg.nt * 4 * 32 * sizeof(float) : 0;
+    L.lead = lead;
+    L.in_h = (int)in_h;
+    L.pitch = (int)pitch;
+    L.cstride = (int)cstride;
+    L.cc = cc;
+    L.groups = G;
+    L.smem = std::max<size_t>((size_t)2 * cc * cstride * es, red);
+    L.ok = L.smem <= (size_t)kSmemBudget && (long long)cc * cstride * es < 65536; /* 16-bit offsets */
+    if (!build || !L.ok) return TSC_OK; /* geometry only */
+    std::vector<uint32_t> afrag, koff;
+    std::vector<int> kseg, gch_off(1, 0), chunk_ids;
+    /* per group of the block: (position, channel of the group, fp16 bits) sorted by position */
+    std::vector<std::vector<std::pair<int, std::pair<int, uint32_t> > > > lists(cfg.wg);
+    std::vector<size_t> cur(cfg.wg);
+    long long nks = 0;
+    for (int bg = 0; bg < G; ++bg) {
+        for (int wg = 0; wg < cfg.wg; ++wg) {
+            lists[wg].clear();
+            cur[wg] = 0;
+            for (int i = 0; i < 16; ++i) {
+                const int k = bg * cpb + wg * 16 + i;
+                if (k >= K) break;
+                for (int t = w->row_offsets[k]; t < w->row_offsets[k + 1]; ++t)
+                    lists[wg].push_back(std::make_pair(w->indices[t], std::make_pair(i, float_to_half_bits(w->values[t]))));
+            }
+            std::sort(lists[wg].begin(), lists[wg].end());
+        }
+        for (int ch = 0; ch < nch; ++ch) {
+            const int pend = std::min(d.C, (ch + 1) * cc) * RS; /* positions of this chunk end here */
+            bool any = false;
+            for (int wg = 0; wg < cfg.wg && !any; ++wg) any = cur[wg] < lists[wg].size() && lists[wg][cur[wg]].first < pend;
+            if (!any) continue;
+            chunk_ids.push_back(ch);
+            for (int wg = 0; wg < cfg.wg; ++wg) {
+                kseg.push_back((int)nks);
+                std::vector<std::pair<int, std::pair<int, uint32_t> > >& V = lists[wg];
+                size_t t = cur[wg];
+                while (t < V.size() && V[t].first < pend) { /* one k-step: the next 16 distinct positions */
+                    uint16_t wm[16][16];
+                    int offs[16];
+                    std::memset(wm, 0, sizeof(wm));
+                    for (int u = 0; u < 16; ++u) offs[u] = 0; /* padding: weight 0 at a staged element */
+                    int u = 0, last = -1;
+                    while (t < V.size() && V[t].first < pend) {
+                        const int idx = V[t].first;
+                        if (idx != last) { /* a new position of the union */
+                            if (u == 16) break;
+                            const int c = idx / RS, r = (idx % RS) / d.S, sc = idx % d.S;
+                            offs[u++] = (int)(((long long)(c - ch * cc) * cstride + (long long)r * d.dilation_h * pitch +
+                                               (long long)sc * d.dilation_w) * es);
+                            last = idx;
+                        }
+                        wm[V[t].second.first][u - 1] = (uint16_t)V[t].second.second;
+                        ++t;
+                    }
+                    cur[wg] = t;
+                    for (int lane = 0; lane < 32; ++lane) {
+                        const int gr = lane >> 2, tg = lane & 3;
+                        afrag.push_back(wm[gr][2 * tg] | ((uint32_t)wm[gr][2 * tg + 1] << 16));
+                        afrag.push_back(wm[gr + 8][2 * tg] | ((uint32_t)wm[gr + 8][2 * tg + 1] << 16));
+                        afrag.push_back(wm[gr][2 * tg + 8] | ((uint32_t)wm[gr][2 * tg + 9] << 16));
+                        afrag.push_back(wm[gr + 8][2 * tg + 8] | ((uint32_t)wm[gr + 8][2 * tg + 9] << 16));
+                    }
+                    for (int q = 0; q < 8; ++q) {
+                        const int u0 = q < 4 ? 2 * q : 2 * (q - 4) + 8;
+                        koff.push_back((uint32_t)offs[u0] | ((uint32_t)offs[u0 + 1] << 16));
+                    }
+                    ++nks;
+                    if (nks >= (1LL << 24)) return fail(TSC_ERR_OVERFLOW, "tensor-core layout too large");
+                }
+            }
+        }
+        gch_off.push_back((int)chunk_ids.size());
+    }
+    kseg.push_back((int)nks);
+    tsc_status st;
+    L.bytes = 0;
+    if ((st = upload(&L.seg, kseg.data(), kseg.size(), &L.bytes)) != TSC_OK) return st;
+    if ((st = upload(&L.gch_off, gch_off.data(), gch_off.size(), &L.bytes)) != TSC_OK) return st;
+    if ((st = upload(&L.chunk_ids, chunk_ids.data(), chunk_ids.size(), &L.bytes)) != TSC_OK) return st;
+    if ((st = upload(&out->afrag, afrag.data(), afrag.size() / 4, &L.bytes)) != TSC_OK) return st;
+    if ((st = upload(&out->koff, koff.data(), koff.size(), &L.bytes)) != TSC_OK) return st;
+    return TSC_OK;
+}
+
+/* Launch parameters of a tensor-core variant; false if it cannot run this shape. */
+bool mma_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P, int Q, const void* x, void* y,
+                tsc::MmaParams* mp) {
+    if (p->layout != TSC_NCHW || v.cfg < 0 || v.cfg >= tsc::MMA_CFGS) return false;
+    const MmaLayout& M = p->mlay[v.cfg];
+    if (!M.s.ok) return false;
+    const tsc::MmaCfgInfo cfg = tsc::mma_cfg_info(v.cfg);
+    if (cfg.cl > 1 && !p->clusters) return false;
+    if (!staged_params(p, M.s, cfg.th, cfg.tw, 1, cfg.cl, N, H, W, P, Q, x, y, &mp->s)) return false;
+    mp->afrag = M.afrag;
+    mp->koff = M.koff;
+    mp->kseg = M.s.seg;
+    mp->cpb = 16 * cfg.wg;
+    return true;
+}
+
 void free_plan(tsc_plan* p) {
     if (!p) return;
     cudaFree(p->gentries);
@@ -547,8 +685,12 @@ void free_plan(tsc_plan* p) {
         cudaFree(p->lay[i].goff);
         cudaFree(p->lay[i].perm);
     }
-    for (int i = 0; i < 32; ++i) {
-        SmemLayout& L = i < 16 ? p->slay[i] : p->rlay[i - 16];
+    for (int i = 0; i < 16; ++i) {
+        cudaFree(p->mlay[i].afrag);
+        cudaFree(p->mlay[i].koff);
+    }
+    for (int i = 0; i < 48; ++i) {
+        SmemLayout& L = i < 16 ? p->slay[i] : (i < 32 ? p->rlay[i - 16] : p->mlay[i - 32].s);
         cudaFree(L.entries);
         cudaFree(L.seg);
         cudaFree(L.gch_off);
@@ -637,12 +779,13 @@ Variant heuristic_variant(const tsc_plan* p, int N, int H, int W, int P, int Q) 
 }
 
 /* ---- lazy layouts: a key per device layout (generic, tile kt 8/16/32, smem cfg) ---- */
-const int kKeyGeneric = 0, kKeyTile0 = 1, kKeySmem0 = 4, kKeyReuse0 = 4 + 16, kKeyCount = 4 + 16 + 16;
+const int kKeyGeneric = 0, kKeyTile0 = 1, kKeySmem0 = 4, kKeyReuse0 = 4 + 16, kKeyMma0 = 4 + 32, kKeyCount = 4 + 48;
 
 int layout_key(const tsc_plan* p, const Variant& v) {
     if (v.kind == 1) return kKeyTile0 + lay_index(tsc::tile_cfg_info(p->geom, v.cfg).kt);
     if (v.kind == 3) return kKeySmem0 + v.cfg;
     if (v.kind == 4) return kKeyReuse0 + v.cfg;
+    if (v.kind == 5) return kKeyMma0 + v.cfg;
     return kKeyGeneric;
 }
 
@@ -650,7 +793,8 @@ bool key_built(const tsc_plan* p, int key) {
     if (key == kKeyGeneric) return p->gentries != nullptr;
     if (key < kKeySmem0) return p->lay[key - kKeyTile0].entries != nullptr;
     if (key < kKeyReuse0) return p->slay[key - kKeySmem0].entries != nullptr;
-    return p->rlay[key - kKeyReuse0].entries != nullptr;
+    if (key < kKeyMma0) return p->rlay[key - kKeyReuse0].entries != nullptr;
+    return p->mlay[key - kKeyMma0].afrag != nullptr;
 }
 
 /* Free a layout's arrays (never the generic one); its geometry stays. Caller holds bmu. */
@@ -662,7 +806,13 @@ void free_key_locked(tsc_plan* p, int key) {
         L.entries = nullptr; L.goff = nullptr; L.perm = nullptr;
         L.bytes = 0;
     } else {
-        SmemLayout& L = key < kKeyReuse0 ? p->slay[key - kKeySmem0] : p->rlay[key - kKeyReuse0];
+        if (key >= kKeyMma0) {
+            MmaLayout& M = p->mlay[key - kKeyMma0];
+            cudaFree(M.afrag); cudaFree(M.koff);
+            M.afrag = nullptr; M.koff = nullptr;
+        }
+        SmemLayout& L = key < kKeyReuse0 ? p->slay[key - kKeySmem0]
+                                         : (key < kKeyMma0 ? p->rlay[key - kKeyReuse0] : p->mlay[key - kKeyMma0].s);
         cudaFree(L.entries); cudaFree(L.seg); cudaFree(L.gch_off); cudaFree(L.chunk_ids); cudaFree(L.perm);
         L.entries = nullptr; L.seg = nullptr; L.gch_off = nullptr; L.chunk_ids = nullptr; L.perm = nullptr;
         L.bytes = 0;
@@ -687,9 +837,12 @@ tsc_status ensure_key(const tsc_plan* cp, int key) {
     } else if (key >= kKeySmem0 && key < kKeyReuse0) {
         if (!p->slay[key - kKeySmem0].ok) return fail(TSC_ERR_UNSUPPORTED, "smem layout not available for this plan");
         st = build_smem_layout(p, &w, key - kKeySmem0, &p->slay[key - kKeySmem0], true);
-    } else if (key >= kKeyReuse0 && key < kKeyCount) {
+    } else if (key >= kKeyReuse0 && key < kKeyMma0) {
         if (!p->rlay[key - kKeyReuse0].ok) return fail(TSC_ERR_UNSUPPORTED, "reuse layout not available for this plan");
         st = build_reuse_layout(p, &w, key - kKeyReuse0, &p->rlay[key - kKeyReuse0], true);
+    } else if (key >= kKeyMma0 && key < kKeyCount) {
+        if (!p->mlay[key - kKeyMma0].s.ok) return fail(TSC_ERR_UNSUPPORTED, "tensor-core layout not available for this plan");
+        st = build_mma_layout(p, &w, key - kKeyMma0, &p->mlay[key - kKeyMma0], true);
     }
     if (st != TSC_OK) free_key_locked(p, key);
     return st;
@@ -720,7 +873,7 @@ size_t device_bytes(const tsc_plan* p) {
     std::lock_guard<std::mutex> lock(p->bmu);
     size_t b = p->base_bytes;
     for (int i = 0; i < 3; ++i) b += p->lay[i].bytes;
-    for (int i = 0; i < 16; ++i) b += p->slay[i].bytes + p->rlay[i].bytes;
+    for (int i = 0; i < 16; ++i) b += p->slay[i].bytes + p->rlay[i].bytes + p->mlay[i].s.bytes;
     return b;
 }
 
@@ -764,6 +917,11 @@ tsc_status launch_variant(const tsc_plan* p, const Variant& v, int N, int H, int
         const bool fast = sp.lead == 3;
         e = p->dtype == TSC_FLOAT16 ? tsc::launch_reuse_f16(v.cfg, fast, sp, smem, s)
                                     : tsc::launch_reuse_f32(v.cfg, fast, sp, smem, s);
+    } else if (v.kind == 5) {
+        tsc::MmaParams mp;
+        if (p->dtype != TSC_FLOAT16 || !mma_params(p, v, N, H, W, P, Q, x, y, &mp))
+            return fail(TSC_ERR_UNSUPPORTED, "tensor-core variant cannot run this shape");
+        e = tsc::launch_mma_f16(v.cfg, mp, p->mlay[v.cfg].s.smem, s);
     } else if (v.kind == 1) {
         tsc::TileParams tp;
         if (!tile_params(p, v, N, H, W, P, Q, x, y, &tp))
@@ -837,6 +995,12 @@ std::vector<Variant> candidates(const tsc_plan* plan, int N, int H, int W, int P
             tsc::SmemParams sp;
             if (reuse_params(plan, v, N, H, W, P, Q, x, y, &sp)) cands.push_back(v);
         }
+    if (plan->layout == TSC_NCHW && plan->dtype == TSC_FLOAT16 && plan->mma)
+        for (int c = 0; c < tsc::MMA_CFGS; ++c) {
+            Variant v = {5, c, 1, 0, 0};
+            tsc::MmaParams mp;
+            if (mma_params(plan, v, N, H, W, P, Q, x, y, &mp)) cands.push_back(v);
+        }
     if (plan->geom >= 0) {
         /* the list depends on the shape only (indices stay stable); an unaligned input runs the vec
          * variants on the scalar path */
@@ -870,6 +1034,12 @@ std::string variant_name(const tsc_plan* plan, const Variant& v) {
         return std::string("reuse(tile=") + std::to_string((32 / c.lw) * c.ph) + "x" + std::to_string(c.lw * c.pw) +
                ",kt=" + std::to_string(c.kt) + ",px=" + std::to_string(c.ph) + "x" + std::to_string(c.pw) +
                ",split=" + std::to_string(c.ns) + (plan->dtype == TSC_FLOAT16 ? ",half2" : "") + ")";
+    }
+    if (v.kind == 5) {
+        const tsc::MmaCfgInfo c = tsc::mma_cfg_info(v.cfg);
+        return "mma(tile=" + std::to_string(c.th) + "x" + std::to_string(c.tw) + ",groups=" + std::to_string(c.wg) +
+               ",nt=" + std::to_string(c.nt) + ",split=" + std::to_string(c.ws) +
+               (c.cl > 1 ? ",cluster=" + std::to_string(c.cl) : std::string()) + ")";
     }
     const tsc::TileCfgInfo ci = tsc::tile_cfg_info(plan->geom, v.cfg);
     return "tile(kt=" + std::to_string(ci.kt) + ",px=" + std::to_string(ci.ph) + "x" + std::to_string(ci.pw) +
@@ -955,6 +1125,11 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         p->clusters = cc_major >= 9 && cluster_launch != 0;
     }
 #endif
+    {
+        int cc_major = 0;
+        cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, dev);
+        p->mma = cc_major >= 8 && tsc::mma_supported();
+    }
     int optin = 48 * 1024;
     if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess || optin < 48 * 1024)
         optin = 48 * 1024;
@@ -992,6 +1167,8 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
             build_smem_layout(p, weights, c, &p->slay[c], false); /* geometry only */
         for (int c = 0; c < tsc::REUSE_CFGS; ++c)
             build_reuse_layout(p, weights, c, &p->rlay[c], false); /* geometry only */
+        for (int c = 0; c < tsc::MMA_CFGS; ++c)
+            build_mma_layout(p, weights, c, &p->mlay[c], false); /* geometry only */
         if (dev >= 0 && dev < 64) {
             const int bytes = p->smem_optin;
             std::call_once(g_reuse_once[dev], [bytes]() {

@@ -133,6 +133,46 @@ cudaError_t launch_reuse_f16(int cfg, bool fast, const SmemParams& p, size_t sme
 cudaError_t reuse_set_smem_limit_f32(int bytes);
 cudaError_t reuse_set_smem_limit_f16(int bytes);
 
+/* Tensor-core kernel (mma_kernel.cuh, fp16 I/O, sm_80+): X(id, TH, TW, WG, WP, WS, NT, CL) per config:
+ * output tile TH x TW, WG groups of 16 output channels x WP pixel slices of NT n-tiles (8 pixels) x WS warps
+ * splitting the k-steps, CL blocks per thread-block cluster splitting the input-channel chunks (sm_90+).
+ * Ids are stable (variant ids). */
+#define TSC_MMA_FOR_EACH(X) \
+    X(0, 8, 32, 1, 8, 1, 4, 1) \
+    X(1, 8, 32, 2, 4, 1, 8, 1) \
+    X(2, 8, 16, 2, 4, 1, 4, 1) \
+    X(3, 8, 8, 4, 2, 1, 4, 1) \
+    X(4, 8, 8, 2, 2, 2, 4, 1) \
+    X(5, 8, 8, 1, 2, 4, 4, 1) \
+    X(6, 8, 8, 1, 2, 4, 4, 4) \
+    X(7, 8, 8, 2, 2, 2, 4, 4) \
+    X(8, 8, 16, 1, 4, 2, 4, 4) \
+    X(9, 16, 16, 2, 4, 1, 8, 1) \
+    X(10, 8, 8, 1, 1, 8, 8, 1) \
+    X(11, 8, 8, 1, 1, 8, 8, 4)
+static const int MMA_CFGS = 12;
+struct MmaCfgInfo { int th, tw, wg, wp, ws, nt, cl; };
+inline MmaCfgInfo mma_cfg_info(int id) {
+    static const MmaCfgInfo t[MMA_CFGS] = {
+#define TSC_MMA_ROW(I, TH, TW, WG, WP, WS, NT, CL) {TH, TW, WG, WP, WS, NT, CL},
+        TSC_MMA_FOR_EACH(TSC_MMA_ROW)
+#undef TSC_MMA_ROW
+    };
+    return t[id];
+}
+struct MmaParams {
+    SmemParams s;             /* staging geometry, output, bias, activation; s.groups = block groups */
+    const uint4* afrag;       /* per k-step: 32 lanes x 4 registers (fp16 pairs) of the m16n8k16 A fragment */
+    const unsigned* koff;     /* per k-step: 8 words, two 16-bit byte offsets each (positions 2w, 2w+1 and
+                               * 2(w-4)+8, 2(w-4)+9 of the k-step) in the staged chunk */
+    const int* kseg;          /* per (listed chunk, group of the block): first k-step; one more at the end */
+    int cpb;                  /* output channels per block group (16 * WG) */
+};
+/* fp16 I/O; cfg = mma_cfg_info id. */
+cudaError_t launch_mma_f16(int cfg, const MmaParams& p, size_t smem, cudaStream_t s);
+/* true when the library holds sm_80+ code of the tensor-core kernels for the current device. */
+bool mma_supported();
+
 /* Dynamic shared memory a tile launch needs (0 without split). */
 inline size_t tile_smem_bytes(int geom, int cfg, int nsplit) {
     if (nsplit <= 1) return 0;

@@ -48,6 +48,9 @@ def add_arguments(parser):
     parser.add_argument("--json", required=True, metavar="OUT.json", help="results JSON (written atomically)")
     parser.add_argument("--plot", metavar="OUT.png", help="plot of speedup vs sparsity (needs matplotlib)")
     parser.add_argument("--no-dense", action="store_true", help="time only the sparse kernel")
+    parser.add_argument("--pattern", default="unstructured", metavar="unstructured|vector:V",
+                        help="pruning mask: uniform random (default), or vector:V (V consecutive output channels "
+                             "share positions; reported as its own regime)")
 
 
 def _atomic_write(path, text):
@@ -179,11 +182,14 @@ def _measure_bandwidth(torch):
     return nbytes / (best * 1e-3) / 1e9
 
 
-def _pruned_weight(rng, lay, sparsity):
+def _pruned_weight(rng, lay, sparsity, vec=1):
+    """Random He-scaled weight of the layer with a Bernoulli mask of the given sparsity; vec > 1 shares one
+    mask among `vec` consecutive output channels (the `prune --pattern vector:V` structure)."""
     from .. import format as fmt
     k, c, r = lay["K"], lay["C"], lay["kernel"]
     w = (rng.standard_normal((k, c, r, r)) * math.sqrt(2.0 / (c * r * r))).astype(np.float32)
-    w[rng.random(w.shape) < sparsity] = 0.0
+    drop = rng.random(((k + vec - 1) // vec, c, r, r)) < sparsity
+    w[np.repeat(drop, vec, axis=0)[:k]] = 0.0
     return w, fmt.pack(w)
 
 
@@ -193,6 +199,8 @@ def run(args):
         layers = [l for l in layers if l["name"] in set(args.only)]
         if not layers:
             raise TrtSparseError("--only matched no layer of {}".format(args.layers))
+    from ..prune import parse_pattern
+    vec = parse_pattern(args.pattern)
     for s in args.sparsity:
         if not 0.0 <= s < 1.0:
             raise TrtSparseError("--sparsity {} must be in [0, 1)".format(s))
@@ -240,7 +248,7 @@ def run(args):
         dense_cache = {}
         for sparsity in args.sparsity:
             rng_w = np.random.default_rng([args.seed, int(round(sparsity * 1000)), C, K, R, H])
-            w, sw = _pruned_weight(rng_w, lay, sparsity)
+            w, sw = _pruned_weight(rng_w, lay, sparsity, vec)
             plan = tcuda.SparseConvPlan(sw, None, (st, st), (pd,) * 4, (dl, dl), 0, 0.0, 6.0, dtype, "NCHW")
             plan.tune(xs[0], ys[0])
             desc = plan.describe()
@@ -264,6 +272,7 @@ def run(args):
             speed = {k: dense[k] / sparse_us for k in ("tf32_best", "fp32_notf32", "fp16_best") if k in dense}
             results.append({
                 "layer": dict(lay), "batch": batch, "sparsity": sparsity, "dtype": dtype, "nnz": nnz,
+                "pattern": args.pattern,
                 "sparse_us": sparse_us, "sparse_us_all": sparse_all, "sparse_variant": variant,
                 "dense_us": dense, "speedup": speed, "rel_err": rel,
                 "useful_gflop": flops / 1e9, "bytes": nbytes, "floor_us": floor_us,

@@ -1,0 +1,22 @@
+// fp16 instantiations of the tensor-core kernel (mma_kernel.cuh), one per TSC_MMA_FOR_EACH config.
+#include "mma_kernel.cuh"
+namespace tsc {
+cudaError_t launch_mma_f16(int cfg, const MmaParams& p, size_t smem, cudaStream_t s) {
+#define TSC_L(I, TH, TW, WG, WP, WS, NT, CL) \
+    case I: return launch_mma_cfg<TH, TW, WG, WP, WS, NT>(p, smem, s);
+    switch (cfg) {
+        TSC_MMA_FOR_EACH(TSC_L)
+        default: return cudaErrorInvalidValue;
+    }
+#undef TSC_L
+}
+
+bool mma_supported() {
+    cudaFuncAttributes a;
+    if (cudaFuncGetAttributes(&a, mma_kernel<8, 32, 1, 8, 1, 4>) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    return a.binaryVersion >= 80;
+}
+}  // namespace tsc

@@ -1,0 +1,200 @@
+/*
+ * Tensor-core sparse direct convolution (fp16 I/O, fp32 accumulation, sm_80+; NCHW, any R x S, stride,
+ * dilation, pads).
+ *
+ * Output channels are taken 16 at a time ("groups"). For every group and staged chunk of input channels,
+ * the plan lists the UNION of the 16 channels' nonzero positions (c, r, s) in steps of 16 ("k-steps"):
+ * per k-step a pre-packed fp16 A fragment (16 channels x 16 positions, zeros where a channel has no
+ * nonzero, exactly the mma.m16n8k16 register layout of each lane) and the 16 positions' byte offsets in
+ * the staged input chunk. The input is staged like the smem kernel (zero-padded tile + halo, cp.async
+ * double buffer, smem_detail::stage). A warp owns one group and NT n-tiles of 8 output pixels; per
+ * k-step and n-tile it gathers its B fragment (16 positions x 8 pixels) with 4 16-bit shared-memory
+ * loads per lane and issues one mma.sync.m16n8k16 (fp32 accumulators in registers): 4 loads per 2048
+ * multiply-adds instead of one load per multiply-add. Work is proportional to the union of positions,
+ * so the kernel is exact for any mask and fast where the 16 channels share positions (vector-sparse
+ * pruning, `trt-sparse prune --pattern vector:16`, or moderate unstructured sparsity).
+ *
+ * Block: 8 warps = WG groups x WP pixel slices (NT n-tiles each, TH x TW = WP * NT * 8 pixels) x WS warps
+ * splitting the k-steps of each chunk; with WS > 1 (or p.cl > 1: the blocks of a thread-block cluster
+ * split the chunks, sm_90+) partial sums are reduced in shared memory (distributed shared memory across
+ * the cluster): one launch, no atomics, no zeroing.
+ */
+#ifndef TRT_SPARSE_MMA_KERNEL_CUH
+#define TRT_SPARSE_MMA_KERNEL_CUH
+
+#include <cuda_fp16.h>
+#include "tsc_internal.h"
+#include "smem_kernel.cuh"
+
+namespace tsc {
+namespace mma_detail {
+
+/* D = A * B + D, m16n8k16, fp16 inputs, fp32 accumulators (no-op below sm_80: never launched there). */
+__device__ __forceinline__ void mma_16816(float (&c)[4], const uint4& a, unsigned b0, unsigned b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+#else
+    (void)c; (void)a; (void)b0; (void)b1;
+#endif
+}
+
+__device__ __forceinline__ unsigned lds_u16(const unsigned char* p) {
+    return (unsigned)*reinterpret_cast<const unsigned short*>(p);
+}
+
+/* Output of accumulator register r of n-tile j for lane `ln` of slot (wg, wp): bias, activation, store. */
+template <int TW, int NT>
+__device__ __forceinline__ void store_acc(const MmaParams& p, __half* y, int n, int bg, int wg, int wp, int j, int r,
+                                          int ln, int oy0, int ox0, float v) {
+    const SmemParams& q = p.s;
+    const int k = bg * p.cpb + wg * 16 + (ln >> 2) + ((r & 2) ? 8 : 0);
+    const int pi = (wp * NT + j) * 8 + 2 * (ln & 3) + (r & 1);
+    const int oy = oy0 + pi / TW, ox = ox0 + pi % TW;
+    if (k >= q.K || oy >= q.P || ox >= q.Q) return;
+    smem_detail::st_out(y + (((long long)n * q.K + k) * q.P + oy) * q.Q + ox,
+                        smem_detail::act_f(v + __ldg(q.bias + k), q.act, q.clip_min, q.clip_max));
+}
+
+}  // namespace mma_detail
+
+template <int TH, int TW, int WG, int WP, int WS, int NT>
+__global__ void __launch_bounds__(256, 2) mma_kernel(MmaParams p) {
+    static_assert(WG * WP * WS == 8, "8 warps per block");
+    static_assert(WP * NT * 8 == TH * TW && TW % 8 == 0, "n-tiles cover the tile");
+    using namespace smem_detail;
+    using mma_detail::lds_u16;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const SmemParams& q = p.s;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int gid = lane >> 2, tig = lane & 3;
+    const int wg = warp / (WP * WS), wrem = warp - wg * (WP * WS);
+    const int wp = wrem / WS, ws = wrem - wp * WS;
+    const int cl = q.cl;
+    const int tile = blockIdx.x / cl, rank = blockIdx.x - tile * cl; /* clusters span cl consecutive x blocks */
+    const int bg = blockIdx.y;
+    const int t_y = tile / q.tiles_w, t_x = tile - t_y * q.tiles_w;
+    const int oy0 = t_y * TH, ox0 = t_x * TW;
+    const int iy0 = oy0 * q.sh - q.pad_top;
+    const int ix0 = ox0 * q.sw - q.pad_left - q.lead;
+    int pb[NT]; /* byte offset of the lane's pixel (column gid of n-tile j) in a staged chunk */
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+        const int pi = (wp * NT + j) * 8 + gid;
+        pb[j] = (((pi / TW) * q.sh) * q.pitch + (pi % TW) * q.sw + q.lead) * 2;
+    }
+    int cs0 = __ldg(q.gch_off + bg), cs1 = __ldg(q.gch_off + bg + 1);
+    if (cl > 1) { /* this block's share of the block group's listed chunks */
+        const int n_ch = cs1 - cs0;
+        cs1 = cs0 + (n_ch * (rank + 1)) / cl;
+        cs0 = cs0 + (n_ch * rank) / cl;
+    }
+    const int buf_elems = q.cc * q.cstride;
+    __half* const sbuf = reinterpret_cast<__half*>(smem_raw);
+    const __half* __restrict__ x = reinterpret_cast<const __half*>(q.x);
+    __half* __restrict__ y = reinterpret_cast<__half*>(q.y);
+
+    for (int n = blockIdx.z; n < q.N; n += gridDim.z) {
+        const __half* xn = x + (long long)n * q.C * q.H * q.W;
+        float acc[NT][4];
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) acc[j][r] = 0.0f;
+
+        if (cs0 < cs1) stage<__half>(q, xn, sbuf, __ldg(q.chunk_ids + cs0) * q.cc, iy0, ix0);
+        cp_commit();
+        for (int i = cs0; i < cs1; ++i) {
+            cp_wait_all();
+            __syncthreads();
+            const int b = (i - cs0) & 1;
+            if (i + 1 < cs1) {
+                stage<__half>(q, xn, sbuf + (b ^ 1) * buf_elems, __ldg(q.chunk_ids + i + 1) * q.cc, iy0, ix0);
+                cp_commit();
+            }
+            const unsigned char* sb = reinterpret_cast<const unsigned char*>(sbuf + b * buf_elems);
+            const int k0 = __ldg(p.kseg + i * WG + wg), k1 = __ldg(p.kseg + i * WG + wg + 1);
+            const int nk = k1 - k0;
+            const int kb = k0 + (nk * ws) / WS, ke = k0 + (nk * (ws + 1)) / WS;
+#pragma unroll(NT >= 8 ? 1 : 2)
+            for (int ks = kb; ks < ke; ++ks) {
+                const uint4 a = __ldg(p.afrag + (long long)ks * 32 + lane);
+                const unsigned o01 = __ldg(p.koff + (long long)ks * 8 + tig);
+                const unsigned o23 = __ldg(p.koff + (long long)ks * 8 + 4 + tig);
+                const unsigned char* s0 = sb + (o01 & 0xffffu);
+                const unsigned char* s1 = sb + (o01 >> 16);
+                const unsigned char* s2 = sb + (o23 & 0xffffu);
+                const unsigned char* s3 = sb + (o23 >> 16);
+#pragma unroll
+                for (int j = 0; j < NT; ++j) {
+                    const unsigned b0 = lds_u16(s0 + pb[j]) | (lds_u16(s1 + pb[j]) << 16);
+                    const unsigned b1 = lds_u16(s2 + pb[j]) | (lds_u16(s3 + pb[j]) << 16);
+                    mma_detail::mma_16816(acc[j], a, b0, b1);
+                }
+            }
+        }
+        __syncthreads(); /* every warp is done with the staged input (buffers are reused below / next n) */
+        if (WS == 1 && cl == 1) {
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int r = 0; r < 4; ++r)
+                    mma_detail::store_acc<TW, NT>(p, y, n, bg, wg, wp, j, r, lane, oy0, ox0, acc[j][r]);
+            continue;
+        }
+        float* red = reinterpret_cast<float*>(smem_raw);
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) red[((warp * NT + j) * 4 + r) * 32 + lane] = acc[j][r];
+        const int outs = WG * WP * NT * 4 * 32; /* per slot (wg, wp): NT x 4 registers x 32 lanes */
+        int o0 = 0, o1 = outs;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        if (cl > 1) {
+            cluster_sync(); /* every block's partial sums are in its shared memory */
+            o0 = (outs * rank) / cl;
+            o1 = (outs * (rank + 1)) / cl;
+        } else
+#endif
+        {
+            __syncthreads();
+        }
+        for (int o = o0 + (int)threadIdx.x; o < o1; o += 256) {
+            const int ln = o & 31, r = (o >> 5) & 3, j = (o >> 7) % NT, slot = (o >> 7) / NT;
+            float s = 0.0f;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+            if (cl > 1) {
+                for (int pr = 0; pr < cl; ++pr)
+                    for (int sp = 0; sp < WS; ++sp)
+                        s += ld_peer(red + (((slot * WS + sp) * NT + j) * 4 + r) * 32 + ln, (unsigned)pr);
+            } else
+#endif
+            {
+                for (int sp = 0; sp < WS; ++sp) s += red[(((slot * WS + sp) * NT + j) * 4 + r) * 32 + ln];
+            }
+            mma_detail::store_acc<TW, NT>(p, y, n, bg, slot / WP, slot % WP, j, r, ln, oy0, ox0, s);
+        }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        if (cl > 1) {
+            cluster_sync(); /* peers are done reading this block's partials (smem reused / block exits) */
+            continue;
+        }
+#endif
+        __syncthreads();
+    }
+}
+
+template <int TH, int TW, int WG, int WP, int WS, int NT>
+cudaError_t launch_mma_cfg(const MmaParams& p, size_t smem, cudaStream_t s) {
+    dim3 grid((unsigned)(p.s.tiles_h * p.s.tiles_w * p.s.cl), (unsigned)p.s.groups,
+              (unsigned)(p.s.N < 65535 ? p.s.N : 65535));
+    if (p.s.cl > 1) return launch_cluster(mma_kernel<TH, TW, WG, WP, WS, NT>, p, p.s.cl, smem, grid, s);
+    mma_kernel<TH, TW, WG, WP, WS, NT><<<grid, 256, smem, s>>>(p);
+    return cudaGetLastError();
+}
+
+}  // namespace tsc
+#endif
