@@ -1,6 +1,7 @@
 """Run one benchmark layer with one kernel variant (for ncu / compute-sanitizer); no timing.
 
     python3 bench/profile_layer.py LAYER_NAME [--sparsity 0.9] [--dtype fp32] [--batch 1] [--variant best|INDEX|NAME]
+        [--pattern unstructured|vector:V]
 """
 import argparse
 import os
@@ -24,10 +25,12 @@ def main():
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--variant", default="best")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--pattern", default="unstructured", help="unstructured or vector:V (prune --pattern)")
     a = ap.parse_args()
     lay = [l for l in load_layers(a.layers) if l["name"] == a.layer][0]
     rng = np.random.default_rng(0)
-    w, sw = _pruned_weight(rng, lay, a.sparsity)
+    from trt_sparse.prune import parse_pattern
+    w, sw = _pruned_weight(rng, lay, a.sparsity, parse_pattern(a.pattern))
     st, pd = lay["stride"], lay["pad"]
     plan = tcuda.SparseConvPlan(sw, None, (st, st), (pd,) * 4, (1, 1), 0, 0.0, 6.0, a.dtype)
     tdt = torch.float16 if a.dtype == "fp16" else torch.float32

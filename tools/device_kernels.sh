@@ -150,6 +150,19 @@ if has ncu; then
     grep -E "^variant|Duration|Registers Per|Achieved Occupancy|Compute \(SM\) Throughput|Memory Throughput|Issued Warp|No Eligible|Warp Cycles Per Issued|L1/TEX Hit|L2 Hit" "$OUT/ncu_$L.txt" | head -14
   done
 fi
+if has ncu-src; then
+  say "ncu with per-instruction stall sampling (tuned variant)"
+  for spec in "resnet50_3x3_c64_h56|fp16|vector:16" "resnet50_3x3_c64_h56|fp32|unstructured"; do
+    IFS='|' read -r L DT PAT <<<"$spec"; tag="${L}_${DT}_${PAT%%:*}"
+    idx=$(python3 bench/profile_layer.py $L --dtype $DT --pattern $PAT --runs 1 | awk '/^variant/{print $2}')
+    ncu --clock-control none --set full --import-source no -k regex:kernel --launch-skip 3 --launch-count 1 \
+      -f -o "$OUT/src_$tag" python3 bench/profile_layer.py $L --dtype $DT --pattern $PAT --variant $idx --runs 5 >/dev/null 2>&1
+    ncu -i "$OUT/src_$tag.ncu-rep" --page details > "$OUT/ncu_src_$tag.txt" 2>&1
+    ncu -i "$OUT/src_$tag.ncu-rep" --page source --csv --print-source sass > "$OUT/sass_$tag.csv" 2>&1
+    echo "== $tag"; grep -E "Duration|Elapsed Cycles|Registers Per|Achieved Occupancy|Issued Warp|No Eligible|Warp Cycles Per Issued|Waves Per SM" "$OUT/ncu_src_$tag.txt" | head -10
+    rm -f "$OUT/src_$tag.ncu-rep"
+  done
+fi
 if has ncu-reuse; then
   say "ncu (register-reuse variants, fp32 90%)"
   for spec in "resnet50_3x3_c512_h7|reuse(tile=8x8,kt=4,px=1x2,split=8)" "vgg16_3x3_c64_k128_h112|reuse(tile=8x32,kt=4,px=2x4,split=1)" \
