@@ -46,17 +46,33 @@ __device__ __forceinline__ unsigned lds_u16(const unsigned char* p) {
     return (unsigned)*reinterpret_cast<const unsigned short*>(p);
 }
 
-/* Output of accumulator register r of n-tile j for lane `ln` of slot (wg, wp): bias, activation, store. */
+/* Output channel of accumulator register r (rows gid / gid + 8 of the A fragment) of group wg, lane ln. */
+__device__ __forceinline__ int out_channel(const MmaParams& p, int bg, int wg, int r, int ln) {
+    return bg * p.cpb + wg * 16 + (ln >> 2) + ((r & 2) ? 8 : 0);
+}
+
+/* Store accumulator register r of n-tile j for lane `ln` of slot (wg, wp) with its channel's bias, activation. */
 template <int TW, int NT>
 __device__ __forceinline__ void store_acc(const MmaParams& p, __half* y, int n, int bg, int wg, int wp, int j, int r,
-                                          int ln, int oy0, int ox0, float v) {
+                                          int ln, int oy0, int ox0, float v, float bias) {
     const SmemParams& q = p.s;
-    const int k = bg * p.cpb + wg * 16 + (ln >> 2) + ((r & 2) ? 8 : 0);
+    const int k = out_channel(p, bg, wg, r, ln);
     const int pi = (wp * NT + j) * 8 + 2 * (ln & 3) + (r & 1);
     const int oy = oy0 + pi / TW, ox = ox0 + pi % TW;
     if (k >= q.K || oy >= q.P || ox >= q.Q) return;
     smem_detail::st_out(y + (((long long)n * q.K + k) * q.P + oy) * q.Q + ox,
-                        smem_detail::act_f(v + __ldg(q.bias + k), q.act, q.clip_min, q.clip_max));
+                        smem_detail::act_f(v + bias, q.act, q.clip_min, q.clip_max));
+}
+
+/* The k-step's A fragment and the lane's 4 position offsets (one k-step ahead of its use). */
+struct KStep {
+    uint4 a;
+    unsigned o01, o23;
+};
+__device__ __forceinline__ void load_kstep(const MmaParams& p, int ks, int lane, KStep* k) {
+    k->a = __ldg(p.afrag + (long long)ks * 32 + lane);
+    k->o01 = __ldg(p.koff + (long long)ks * 8 + (lane & 3));
+    k->o23 = __ldg(p.koff + (long long)ks * 8 + 4 + (lane & 3));
 }
 
 }  // namespace mma_detail
@@ -70,7 +86,7 @@ __global__ void __launch_bounds__(256, 2) mma_kernel(MmaParams p) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const SmemParams& q = p.s;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int gid = lane >> 2, tig = lane & 3;
+    const int gid = lane >> 2;
     const int wg = warp / (WP * WS), wrem = warp - wg * (WP * WS);
     const int wp = wrem / WS, ws = wrem - wp * WS;
     const int cl = q.cl;
@@ -86,7 +102,10 @@ __global__ void __launch_bounds__(256, 2) mma_kernel(MmaParams p) {
         const int pi = (wp * NT + j) * 8 + gid;
         pb[j] = (((pi / TW) * q.sh) * q.pitch + (pi % TW) * q.sw + q.lead) * 2;
     }
-    int cs0 = __ldg(q.gch_off + bg), cs1 = __ldg(q.gch_off + bg + 1);
+    const int dch = q.dense_chunks; /* > 0: chunk lists are implicit (no dependent index loads) */
+    int cs0 = dch > 0 ? bg * dch : __ldg(q.gch_off + bg);
+    int cs1 = dch > 0 ? cs0 + dch : __ldg(q.gch_off + bg + 1);
+    const int cbase = bg * dch;
     if (cl > 1) { /* this block's share of the block group's listed chunks */
         const int n_ch = cs1 - cs0;
         cs1 = cs0 + (n_ch * (rank + 1)) / cl;
@@ -97,6 +116,11 @@ __global__ void __launch_bounds__(256, 2) mma_kernel(MmaParams p) {
     const __half* __restrict__ x = reinterpret_cast<const __half*>(q.x);
     __half* __restrict__ y = reinterpret_cast<__half*>(q.y);
 
+    /* bias of the lane's two output channels (direct-store path), loaded before the main loop */
+    const int kA = mma_detail::out_channel(p, bg, wg, 0, lane);
+    const float biasA = kA < q.K ? __ldg(q.bias + kA) : 0.0f;
+    const float biasB = kA + 8 < q.K ? __ldg(q.bias + kA + 8) : 0.0f;
+
     for (int n = blockIdx.z; n < q.N; n += gridDim.z) {
         const __half* xn = x + (long long)n * q.C * q.H * q.W;
         float acc[NT][4];
@@ -105,34 +129,39 @@ __global__ void __launch_bounds__(256, 2) mma_kernel(MmaParams p) {
 #pragma unroll
             for (int r = 0; r < 4; ++r) acc[j][r] = 0.0f;
 
-        if (cs0 < cs1) stage<__half>(q, xn, sbuf, __ldg(q.chunk_ids + cs0) * q.cc, iy0, ix0);
+        if (cs0 < cs1) stage<__half>(q, xn, sbuf, (dch > 0 ? cs0 - cbase : __ldg(q.chunk_ids + cs0)) * q.cc, iy0, ix0);
         cp_commit();
+        /* k-step range of the next chunk and its first k-step, loaded before waiting for the staged input */
+        int k0n = 0, k1n = 0;
+        if (cs0 < cs1) { k0n = __ldg(p.kseg + cs0 * WG + wg); k1n = __ldg(p.kseg + cs0 * WG + wg + 1); }
         for (int i = cs0; i < cs1; ++i) {
+            const int nk = k1n - k0n;
+            const int kb = k0n + (nk * ws) / WS, ke = k0n + (nk * (ws + 1)) / WS;
+            mma_detail::KStep nx;
+            if (kb < ke) mma_detail::load_kstep(p, kb, lane, &nx);
+            if (i + 1 < cs1) { k0n = __ldg(p.kseg + (i + 1) * WG + wg); k1n = __ldg(p.kseg + (i + 1) * WG + wg + 1); }
             cp_wait_all();
             __syncthreads();
             const int b = (i - cs0) & 1;
             if (i + 1 < cs1) {
-                stage<__half>(q, xn, sbuf + (b ^ 1) * buf_elems, __ldg(q.chunk_ids + i + 1) * q.cc, iy0, ix0);
+                stage<__half>(q, xn, sbuf + (b ^ 1) * buf_elems,
+                              (dch > 0 ? i + 1 - cbase : __ldg(q.chunk_ids + i + 1)) * q.cc, iy0, ix0);
                 cp_commit();
             }
             const unsigned char* sb = reinterpret_cast<const unsigned char*>(sbuf + b * buf_elems);
-            const int k0 = __ldg(p.kseg + i * WG + wg), k1 = __ldg(p.kseg + i * WG + wg + 1);
-            const int nk = k1 - k0;
-            const int kb = k0 + (nk * ws) / WS, ke = k0 + (nk * (ws + 1)) / WS;
-#pragma unroll(NT >= 8 ? 1 : 2)
+#pragma unroll 1
             for (int ks = kb; ks < ke; ++ks) {
-                const uint4 a = __ldg(p.afrag + (long long)ks * 32 + lane);
-                const unsigned o01 = __ldg(p.koff + (long long)ks * 8 + tig);
-                const unsigned o23 = __ldg(p.koff + (long long)ks * 8 + 4 + tig);
-                const unsigned char* s0 = sb + (o01 & 0xffffu);
-                const unsigned char* s1 = sb + (o01 >> 16);
-                const unsigned char* s2 = sb + (o23 & 0xffffu);
-                const unsigned char* s3 = sb + (o23 >> 16);
+                const mma_detail::KStep cur = nx;
+                if (ks + 1 < ke) mma_detail::load_kstep(p, ks + 1, lane, &nx);
+                const unsigned char* s0 = sb + (cur.o01 & 0xffffu);
+                const unsigned char* s1 = sb + (cur.o01 >> 16);
+                const unsigned char* s2 = sb + (cur.o23 & 0xffffu);
+                const unsigned char* s3 = sb + (cur.o23 >> 16);
 #pragma unroll
                 for (int j = 0; j < NT; ++j) {
                     const unsigned b0 = lds_u16(s0 + pb[j]) | (lds_u16(s1 + pb[j]) << 16);
                     const unsigned b1 = lds_u16(s2 + pb[j]) | (lds_u16(s3 + pb[j]) << 16);
-                    mma_detail::mma_16816(acc[j], a, b0, b1);
+                    mma_detail::mma_16816(acc[j], cur.a, b0, b1);
                 }
             }
         }
@@ -142,7 +171,8 @@ __global__ void __launch_bounds__(256, 2) mma_kernel(MmaParams p) {
             for (int j = 0; j < NT; ++j)
 #pragma unroll
                 for (int r = 0; r < 4; ++r)
-                    mma_detail::store_acc<TW, NT>(p, y, n, bg, wg, wp, j, r, lane, oy0, ox0, acc[j][r]);
+                    mma_detail::store_acc<TW, NT>(p, y, n, bg, wg, wp, j, r, lane, oy0, ox0, acc[j][r],
+                                                  (r & 2) ? biasB : biasA);
             continue;
         }
         float* red = reinterpret_cast<float*>(smem_raw);
@@ -175,7 +205,9 @@ __global__ void __launch_bounds__(256, 2) mma_kernel(MmaParams p) {
             {
                 for (int sp = 0; sp < WS; ++sp) s += red[(((slot * WS + sp) * NT + j) * 4 + r) * 32 + ln];
             }
-            mma_detail::store_acc<TW, NT>(p, y, n, bg, slot / WP, slot % WP, j, r, ln, oy0, ox0, s);
+            const int k = mma_detail::out_channel(p, bg, slot / WP, r, ln);
+            mma_detail::store_acc<TW, NT>(p, y, n, bg, slot / WP, slot % WP, j, r, ln, oy0, ox0, s,
+                                          k < q.K ? __ldg(q.bias + k) : 0.0f);
         }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
         if (cl > 1) {

@@ -69,6 +69,7 @@ const int kSmemMaxCC = 64;
 struct SmemLayout {
     bool ok = false;
     int lead = 0, in_h = 0, pitch = 0, cstride = 0, cc = 0, groups = 0;
+    int dense_chunks = 0; /* > 0: every group lists all of its chunks (SmemParams::dense_chunks) */
     size_t smem = 0;
     int2* entries = nullptr;
     int* seg = nullptr;
@@ -402,6 +403,7 @@ bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int n
     sp->act = p->d.activation;
     sp->clip_min = p->d.clip_min;
     sp->clip_max = p->d.clip_max;
+    sp->dense_chunks = L.dense_chunks;
     return true;
 }
 
@@ -649,6 +651,7 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
         gch_off.push_back((int)chunk_ids.size());
     }
     kseg.push_back((int)nks);
+    L.dense_chunks = (int)chunk_ids.size() == G * nch ? nch : 0;
     tsc_status st;
     L.bytes = 0;
     if ((st = upload(&L.seg, kseg.data(), kseg.size(), &L.bytes)) != TSC_OK) return st;

@@ -93,6 +93,8 @@ struct SmemParams {
     int vec;                /* 1: 4-element vector copies (W % 4 == 0, aligned input) */
     int act;
     float clip_min, clip_max;
+    int dense_chunks;       /* > 0: every group lists all its dense_chunks chunks (gch_off[g] = g * dense_chunks,
+                             * chunk_ids[gch_off[g] + j] = j): kernels may skip those two dependent loads */
 };
 cudaError_t launch_smem_f32(int tile, int kw, const SmemParams& p, size_t smem, cudaStream_t s);
 cudaError_t launch_smem_f16(int tile, int kw, const SmemParams& p, size_t smem, cudaStream_t s);
