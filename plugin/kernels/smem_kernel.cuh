@@ -102,42 +102,41 @@ __device__ __forceinline__ float ld_peer(const float* local, unsigned rank) {
 #endif
 
 /* Stage input channels [c0, c0 + cc) of the block's tile (+ halo) into buf, zero outside the image.
- * Each thread walks (row, column) positions 256 apart by carried increments: two divisions per thread
- * and chunk instead of two per copied vector. */
+ * Staged row R = c * in_h + r sits at buf + R * pitch (cstride == in_h * pitch). Thread t keeps one column
+ * unit v = t % nv of the row (nv units of 4 elements, or of 1 without vector copies) and walks the rows
+ * row0 = t / nv, row0 + step, ... (step = 256 / nv; the last 256 % nv threads idle), so the column bounds
+ * test is loop-invariant and the source offset advances by constants (one wrap per input channel). */
 template <typename T>
 __device__ __forceinline__ void stage(const SmemParams& p, const T* __restrict__ xn, T* buf, int c0, int iy0, int ix0) {
     const int cc = min(p.cc, p.C - c0);
     const int rows = cc * p.in_h;
-    const int tid = threadIdx.x;
-    const int nv = p.vec ? (p.pitch >> 2) : p.pitch; /* units per row: 4-element vectors or elements */
-    const int step_r = 256 / nv, step_v = 256 - step_r * nv;
-    const int step_c = step_r / p.in_h, step_rr = step_r - step_c * p.in_h;
-    int row = tid / nv, v = tid - row * nv;
-    int c = row / p.in_h, r = row - c * p.in_h;
-    while (row < rows) {
-        const int gy = iy0 + r;
+    const int ve = p.vec ? 4 : 1;
+    const int nv = p.pitch / ve; /* pitch % 4 == 0 */
+    const int step = 256 / nv;   /* pitch <= 256 elements per row (checked at plan creation) */
+    const int row0 = (int)threadIdx.x / nv, v = (int)threadIdx.x - row0 * nv;
+    if (row0 >= step) return;
+    const int step_c = step / p.in_h, step_r = step - step_c * p.in_h;
+    int r = row0 % p.in_h;
+    const int gx = ix0 + v * ve;
+    const bool colok = p.vec ? (gx >= 0 && gx + 4 <= p.W) : ((unsigned)gx < (unsigned)p.W);
+    const long long HW = (long long)p.H * p.W;
+    long long so = (long long)(c0 + row0 / p.in_h) * HW + (long long)(iy0 + r) * p.W + gx; /* source offset */
+    const long long s_step = step_c * HW + (long long)step_r * p.W, s_wrap = HW - (long long)p.in_h * p.W;
+    T* dst = buf + row0 * p.pitch + v * ve;
+    const int d_step = step * p.pitch;
+    for (int row = row0; row < rows; row += step) {
+        const bool in = colok && (unsigned)(iy0 + r) < (unsigned)p.H;
         if (p.vec) {
-            const int gx = ix0 + 4 * v;
-            T* dst = buf + c * p.cstride + r * p.pitch + 4 * v;
-            if ((unsigned)gy < (unsigned)p.H && gx >= 0 && gx + 4 <= p.W)
-                cp_vec(dst, xn + ((long long)(c0 + c) * p.H + gy) * p.W + gx);
-            else
-                zero_vec(dst);
+            if (in) cp_vec(dst, xn + so);
+            else zero_vec(dst);
         } else {
-            const int gx = ix0 + v;
-            T* dst = buf + c * p.cstride + r * p.pitch + v;
-            if ((unsigned)gy < (unsigned)p.H && (unsigned)gx < (unsigned)p.W)
-                cp_one(dst, xn + ((long long)(c0 + c) * p.H + gy) * p.W + gx);
-            else
-                *dst = T(0.0f);
+            if (in) cp_one(dst, xn + so);
+            else *dst = T(0.0f);
         }
-        v += step_v;
-        int carry = 0;
-        if (v >= nv) { v -= nv; carry = 1; } /* step_v < nv */
-        row += step_r + carry;
-        r += step_rr + carry;
-        c += step_c;
-        if (r >= p.in_h) { r -= p.in_h; c += 1; } /* step_rr + carry <= in_h */
+        dst += d_step;
+        so += s_step;
+        r += step_r;
+        if (r >= p.in_h) { r -= p.in_h; so += s_wrap; } /* step_r < in_h: at most one wrap */
     }
 }
 

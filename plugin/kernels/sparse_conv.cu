@@ -307,7 +307,8 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
     const int lead = ((-d.pad_left) % 4 + 4) % 4;
     const long long pitch = (lead + in_w + 3) / 4 * 4;
     const long long cstride = in_h * pitch;
-    if (cstride * es * 2 > kSmemBudget) return TSC_OK; /* not available for this geometry */
+    /* not available for this geometry (staging keeps one column unit per thread: pitch <= 256) */
+    if (pitch > 256 || cstride * es * 2 > kSmemBudget) return TSC_OK;
     int cc = (int)std::min<long long>(std::min(d.C, kSmemMaxCC), kSmemBudget / (2 * cstride * es));
     if (cfg.cl > 1) cc = std::min(cc, std::max(1, d.C / (2 * cfg.cl))); /* >= 2 chunks per cluster block */
     if (cc < 1) return TSC_OK;
@@ -566,7 +567,8 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
     const int lead = ((-d.pad_left) % 4 + 4) % 4;
     const long long pitch = (lead + in_w + 3) / 4 * 4;
     const long long cstride = in_h * pitch;
-    if (cstride * es * 2 > kSmemBudget) return TSC_OK; /* not available for this geometry */
+    /* not available for this geometry (staging keeps one column unit per thread: pitch <= 256) */
+    if (pitch > 256 || cstride * es * 2 > kSmemBudget) return TSC_OK;
     int cc = (int)std::min<long long>(std::min(d.C, kSmemMaxCC), kSmemBudget / (2 * cstride * es));
     if (cfg.cl > 1) cc = std::min(cc, std::max(1, d.C / (2 * cfg.cl))); /* >= 2 chunks per cluster block */
     if (cc < 1) return TSC_OK;
