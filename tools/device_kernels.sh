@@ -119,7 +119,7 @@ if has bench-full && fits 110; then
 fi
 if has bench-sweep && fits 50; then
   say "bench sparsity sweep (batch 1, 3x3 s1 + 1x1 + s2 samples)"
-  python3 -m trt_sparse bench-kernels --layers bench/layers.json --batch 1 --sparsity 0.5 0.7 0.8 0.98 \
+  python3 -m trt_sparse bench-kernels --layers bench/layers.json --batch 1 --sparsity 0.5 0.7 0.8 0.98 0.995 \
     --dtype fp32 fp16 --only resnet50_3x3_c64_h56 resnet50_3x3_c128_h28 resnet50_3x3_c256_h14 resnet50_3x3_c512_h7 \
     vgg16_3x3_c64_k128_h112 vgg16_3x3_c256_k512_h28 resnet50_3x3s2_c256_h28 resnet50_1x1_c256_k64_h56 \
     resnet50_1x1_c1024_k256_h14 --json "$OUT/bench_sweep.json" --plot "$OUT/bench_sweep.png" \
