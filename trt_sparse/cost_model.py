@@ -32,12 +32,12 @@ from .reference import conv_output_size
 
 #: fitted coefficients per dtype: (sparse [s0..s3], dense [d0..d2]); see docs/PERFORMANCE.md
 COEFFS = {
-    "fp32": {"sparse": [2.1756, 0.4838, 0.2239, 0.1647, -0.1798], "dense": [-0.0375, 0.4674, -0.1194]},
-    "fp16": {"sparse": [2.6371, 0.3441, 0.3086, 0.259, -0.2189], "dense": [-0.6566, 0.4906, -0.1855]},
+    "fp32": {"sparse": [2.2218, 0.481, 0.248, 0.1139, -0.1668], "dense": [-0.0233, 0.4656, -0.1224]},
+    "fp16": {"sparse": [3.9249, 0.3501, 0.4117, 0.0174, -0.3243], "dense": [-0.7379, 0.5008, -0.1889]},
 }
-#: source of COEFFS (results files the fit came from; 128 cases per dtype)
-FIT_SOURCE = ("bench/results/h200_round3_full.json + bench/results/h200_round3_sweep_precluster.json "
-              "(H200, cuDNN 9.19, torch 2.11; kernels with the smem, cluster and register-reuse variants)")
+#: source of COEFFS (results files the fit came from; 128 cases per dtype, sparsity <= 0.99)
+FIT_SOURCE = ("bench/results/h200_round4_full.json + bench/results/h200_round4_sweep.json "
+              "(H200, cuDNN 9.19, torch 2.11; kernels with the tensor-core, smem, cluster and register-reuse variants)")
 #: assumed slowdown of the generic kernel vs the register-tile kernel (not measured by the sweep)
 GENERIC_PENALTY = 3.0
 
@@ -131,12 +131,19 @@ def fit(results):
 
 
 def main(argv=None):
-    """Print COEFFS fitted to bench-kernels JSON files (python3 -m trt_sparse.cost_model FILE...)."""
-    argv = sys.argv[1:] if argv is None else argv
+    """Print COEFFS fitted to bench-kernels JSON files (python3 -m trt_sparse.cost_model [--max-sparsity S] FILE...)."""
+    import argparse
+    ap = argparse.ArgumentParser(prog="python3 -m trt_sparse.cost_model",
+                                 description="fit COEFFS to trt-sparse bench-kernels results")
+    ap.add_argument("files", nargs="+", metavar="FILE.json")
+    ap.add_argument("--max-sparsity", type=float, default=0.99,
+                    help="leave out cases above this sparsity (near-empty layers are launch-bound, outside the "
+                         "log-linear regime; default 0.99)")
+    a = ap.parse_args(sys.argv[1:] if argv is None else argv)
     results = []
-    for path in argv:
+    for path in a.files:
         with open(path) as f:
-            results.extend(json.load(f)["results"])
+            results.extend(r for r in json.load(f)["results"] if r["sparsity"] <= a.max_sparsity)
     coeffs, errors = fit(results)
     print("COEFFS = " + json.dumps(coeffs, indent=1))
     print("fit errors: " + json.dumps(errors, indent=1))
