@@ -139,3 +139,31 @@ def test_bench_cli_without_gpu_is_a_clean_error(tmp_path, capsys):
     assert rc == 2
     assert "CUDA GPU" in capsys.readouterr().err
     assert not (tmp_path / "o.json").exists()
+
+
+def test_pruned_weight_patterns():
+    """vec=1 keeps the historic uniform masks (same seed, same weights); vec=V shares one mask per V channels."""
+    import math as _m
+    lay = {"name": "x", "C": 12, "K": 40, "H": 8, "W": 8, "kernel": 3}
+    w1, sw1 = bk._pruned_weight(np.random.default_rng(3), lay, 0.8)
+    rng = np.random.default_rng(3)  # the formula of rounds 1-3
+    ref = (rng.standard_normal((40, 12, 3, 3)) * _m.sqrt(2.0 / (12 * 9))).astype(np.float32)
+    ref[rng.random(ref.shape) < 0.8] = 0.0
+    assert np.array_equal(w1, ref) and sw1.nnz == np.count_nonzero(ref)
+    w16, _ = bk._pruned_weight(np.random.default_rng(4), lay, 0.8, 16)
+    mask = w16 != 0
+    for g in range(0, 40, 16):
+        blk = mask[g:g + 16]
+        assert np.array_equal(blk, np.broadcast_to(blk[:1], blk.shape)), g
+    assert 0.7 < 1.0 - mask.mean() < 0.9
+
+
+def test_bench_pattern_option(tmp_path, capsys):
+    """--pattern is validated before any GPU work (a clean error naming the option)."""
+    from trt_sparse.cli import main
+    import os
+    layers = os.path.join(os.path.dirname(__file__), "..", "bench", "layers.json")
+    rc = main(["bench-kernels", "--layers", layers, "--pattern", "vector:0", "--json", str(tmp_path / "o.json")])
+    assert rc == 2
+    assert "--pattern" in capsys.readouterr().err
+    assert not (tmp_path / "o.json").exists()

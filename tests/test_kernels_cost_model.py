@@ -69,3 +69,30 @@ def test_fit_recovers_synthetic_coefficients(tmp_path):
     assert np.allclose(coeffs["fp32"]["sparse"], true["sparse"], atol=1e-3)
     assert np.allclose(coeffs["fp32"]["dense"], true["dense"], atol=1e-3)
     assert errors["fp32"]["median_abs_log_err"] < 1e-3
+
+
+def test_fit_cli_max_sparsity(tmp_path, capsys):
+    """The refit CLI leaves out cases above --max-sparsity (launch-bound near-empty layers)."""
+    true = {"sparse": [0.5, 0.6, 0.1, 0.2, -0.15], "dense": [0.3, 0.45, -0.1]}
+    rng = np.random.default_rng(2)
+    results = []
+    for i in range(40):
+        c, k, h = int(rng.choice([32, 64, 128])), int(rng.choice([32, 64, 256])), int(rng.choice([14, 28, 56]))
+        sp = 0.999 if i < 5 else float(rng.uniform(0.5, 0.98))
+        lay = {"name": "x", "C": c, "K": k, "H": h, "W": h, "kernel": 3, "stride": 1, "pad": 1, "dilation": 1}
+        geo = cost_model._layer_of_result({"layer": lay})
+        nnz = max(1, int(c * k * 9 * (1 - sp)))
+        ts, td = cost_model.predict_times(geo, nnz, 1, "fp32", coeffs={"fp32": true})
+        if sp > 0.99:
+            ts *= 50.0  # off-model outliers
+        results.append({"layer": lay, "batch": 1, "dtype": "fp32", "nnz": nnz, "sparsity": sp,
+                        "sparse_us": ts, "dense_us": {"tf32_best": td}})
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"results": results}))
+    assert cost_model.main(["--max-sparsity", "0.99", str(path)]) == 0
+    out = capsys.readouterr().out
+    fitted = json.loads(out.split("COEFFS = ", 1)[1].split("fit errors:", 1)[0])
+    assert np.allclose(fitted["fp32"]["sparse"], true["sparse"], atol=1e-3)
+    assert cost_model.main(["--max-sparsity", "1.0", str(path)]) == 0
+    fitted_all = json.loads(capsys.readouterr().out.split("COEFFS = ", 1)[1].split("fit errors:", 1)[0])
+    assert not np.allclose(fitted_all["fp32"]["sparse"], true["sparse"], atol=1e-2)
