@@ -294,6 +294,31 @@ tsc_status upload_staged(SmemLayout* out, const std::vector<int2>& entries, cons
     return TSC_OK;
 }
 
+/* Staged-chunk geometry of a TH x TW output tile (zero-padded tile + halo; `lead` extra columns on the left
+ * so that 4-element vector copies are aligned; pitch a multiple of 4) for the smem and mma kernels, with the
+ * chunk size cc that fits the double buffer (capped at C / (2 cl) with a cluster of cl blocks, so that every
+ * block double-buffers). False when it does not fit (staging keeps one column unit per thread: pitch <= 256). */
+struct StagedGeom {
+    int lead, in_h, pitch, cstride, cc;
+};
+bool staged_geometry(const tsc_conv_desc& d, int TH, int TW, int es, int cl, StagedGeom* g) {
+    const long long in_h = (long long)(TH - 1) * d.stride_h + (long long)(d.R - 1) * d.dilation_h + 1;
+    const long long in_w = (long long)(TW - 1) * d.stride_w + (long long)(d.S - 1) * d.dilation_w + 1;
+    const int lead = ((-d.pad_left) % 4 + 4) % 4;
+    const long long pitch = (lead + in_w + 3) / 4 * 4;
+    const long long cstride = in_h * pitch;
+    if (pitch > 256 || cstride * es * 2 > kSmemBudget) return false;
+    int cc = (int)std::min<long long>(std::min(d.C, kSmemMaxCC), kSmemBudget / (2 * cstride * es));
+    if (cl > 1) cc = std::min(cc, std::max(1, d.C / (2 * cl)));
+    if (cc < 1) return false;
+    g->lead = lead;
+    g->in_h = (int)in_h;
+    g->pitch = (int)pitch;
+    g->cstride = (int)cstride;
+    g->cc = cc;
+    return true;
+}
+
 /* Shared-memory kernel layout for config `ci`: staged-chunk geometry, output channels dealt to warp
  * slots (sorted by nnz, snake order), and per (group, non-empty chunk, warp, channel of the slot) lists
  * of (value, byte offset in the staged chunk); a slot's lists are split evenly over its ns warps. */
@@ -302,16 +327,10 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
     const SmemCfg cfg = kSmemCfgs[ci];
     const int es = p->dtype == TSC_FLOAT16 ? 2 : 4;
     const int TH = tsc::smem_tile_h(cfg.tile), TW = tsc::smem_tile_w(cfg.tile);
-    const long long in_h = (long long)(TH - 1) * d.stride_h + (long long)(d.R - 1) * d.dilation_h + 1;
-    const long long in_w = (long long)(TW - 1) * d.stride_w + (long long)(d.S - 1) * d.dilation_w + 1;
-    const int lead = ((-d.pad_left) % 4 + 4) % 4;
-    const long long pitch = (lead + in_w + 3) / 4 * 4;
-    const long long cstride = in_h * pitch;
-    /* not available for this geometry (staging keeps one column unit per thread: pitch <= 256) */
-    if (pitch > 256 || cstride * es * 2 > kSmemBudget) return TSC_OK;
-    int cc = (int)std::min<long long>(std::min(d.C, kSmemMaxCC), kSmemBudget / (2 * cstride * es));
-    if (cfg.cl > 1) cc = std::min(cc, std::max(1, d.C / (2 * cfg.cl))); /* >= 2 chunks per cluster block */
-    if (cc < 1) return TSC_OK;
+    StagedGeom sg;
+    if (!staged_geometry(d, TH, TW, es, cfg.cl, &sg)) return TSC_OK; /* not available for this geometry */
+    const int lead = sg.lead, cc = sg.cc;
+    const long long in_h = sg.in_h, pitch = sg.pitch, cstride = sg.cstride;
     const int slots = 8 / cfg.ns, cpb = slots * cfg.kw;
     const int K = d.K, RS = d.R * d.S;
     const int G = (K + cpb - 1) / cpb;
@@ -562,16 +581,10 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
     L.ok = false;
     if (p->layout != TSC_NCHW || p->dtype != TSC_FLOAT16 || !p->mma) return TSC_OK;
     const int es = 2;
-    const long long in_h = (long long)(cfg.th - 1) * d.stride_h + (long long)(d.R - 1) * d.dilation_h + 1;
-    const long long in_w = (long long)(cfg.tw - 1) * d.stride_w + (long long)(d.S - 1) * d.dilation_w + 1;
-    const int lead = ((-d.pad_left) % 4 + 4) % 4;
-    const long long pitch = (lead + in_w + 3) / 4 * 4;
-    const long long cstride = in_h * pitch;
-    /* not available for this geometry (staging keeps one column unit per thread: pitch <= 256) */
-    if (pitch > 256 || cstride * es * 2 > kSmemBudget) return TSC_OK;
-    int cc = (int)std::min<long long>(std::min(d.C, kSmemMaxCC), kSmemBudget / (2 * cstride * es));
-    if (cfg.cl > 1) cc = std::min(cc, std::max(1, d.C / (2 * cfg.cl))); /* >= 2 chunks per cluster block */
-    if (cc < 1) return TSC_OK;
+    StagedGeom sg;
+    if (!staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg)) return TSC_OK; /* not available for this geometry */
+    const int lead = sg.lead, cc = sg.cc;
+    const long long in_h = sg.in_h, pitch = sg.pitch, cstride = sg.cstride;
     const int cpb = 16 * cfg.wg;
     const int K = d.K, RS = d.R * d.S;
     const int G = (K + cpb - 1) / cpb;
