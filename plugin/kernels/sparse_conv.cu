@@ -666,7 +666,7 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
         gch_off.push_back((int)chunk_ids.size());
     }
     kseg.push_back((int)nks);
-    L.dense_chunks = (int)chunk_ids.size() == G * nch ? nch : 0;
+    L.dense_chunks = (long long)chunk_ids.size() == (long long)G * nch ? nch : 0;
     tsc_status st;
     L.bytes = 0;
     if ((st = upload(&L.seg, kseg.data(), kseg.size(), &L.bytes)) != TSC_OK) return st;
