@@ -1,7 +1,8 @@
 """Time every kernel variant of a few benchmark layers in one process (CUDA-graph replays, best of 5).
 
     python3 bench/variant_times.py [--layers bench/layers.json] [--only NAME ...] [--sparsity 0.9 0.95]
-        [--dtype fp32 fp16] [--batch 1] [--family reuse] [--json OUT.json]
+        [--dtype fp32 fp16] [--batch 1] [--family reuse] [--pattern vector:16] [--json OUT.json]
+        [--compare OLD.json]   (old / new time per variant family, same seeded weights)
 
 Prints, per case, the fastest variant of each family (generic, generic4, tile, smem, reuse) so that a new
 variant is compared with the old ones in the same process (cuDNN is not involved).
@@ -17,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 
 from trt_sparse import cuda as tcuda  # noqa: E402
-from trt_sparse.commands.bench_kernels_cmd import _pruned_weight, load_layers  # noqa: E402
+from trt_sparse.commands.bench_kernels_cmd import _atomic_write, _pruned_weight, load_layers  # noqa: E402
 
 
 def _time_us(fn, iters=20, trials=5):
@@ -48,6 +49,26 @@ def family(name):
     return name.split("(")[0]
 
 
+def case_key(row):
+    """(layer, batch, dtype, sparsity, pattern) of a result row (pattern 'unstructured' when absent)."""
+    return (row["layer"], row["batch"], row["dtype"], round(float(row["sparsity"]), 6),
+            row.get("pattern", "unstructured"))
+
+
+def compare_rows(old_rows, row):
+    """{family: (old best us, new best us, old / new)} for the families of `row` that the same case of
+    `old_rows` (an earlier --json of this script) also timed; {} when the case is not there."""
+    old = {case_key(r): r for r in old_rows}.get(case_key(row))
+    if old is None:
+        return {}
+    out = {}
+    for fam, (_, t_new) in row["best_per_family"].items():
+        if fam in old["best_per_family"]:
+            t_old = old["best_per_family"][fam][1]
+            out[fam] = (t_old, t_new, t_old / t_new)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--layers", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "layers.json"))
@@ -58,7 +79,12 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--family", default="reuse", help="variant family compared with the best of the others")
     ap.add_argument("--pattern", default="unstructured", help="unstructured or vector:V (prune --pattern)")
+    ap.add_argument("--compare", metavar="OLD.json", help="an earlier --json of this script: print old / new per family")
     a = ap.parse_args()
+    old_rows = []
+    if a.compare:
+        with open(a.compare) as f:
+            old_rows = json.load(f)
     layers = [l for l in load_layers(a.layers) if not a.only or l["name"] in a.only]
     from trt_sparse.prune import parse_pattern
     vec = parse_pattern(a.pattern)
@@ -91,10 +117,14 @@ def main():
                         (old / new) if new else 0.0), flush=True)
                     out.append({"layer": lay["name"], "batch": batch, "dtype": dtype, "sparsity": sp, "pattern": a.pattern,
                                 "times_us": times, "best_per_family": best})
+                    if old_rows:
+                        cmp = compare_rows(old_rows, out[-1])
+                        print("    vs {}: {}".format(os.path.basename(a.compare), "  ".join(
+                            "{} {:.2f} -> {:.2f} us (x{:.2f})".format(f, o, n, r) for f, (o, n, r) in sorted(cmp.items()))
+                            or "case not in the file"), flush=True)
                     plan.close()
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=1)
+        _atomic_write(a.json, json.dumps(out, indent=1) + "\n")
 
 
 if __name__ == "__main__":

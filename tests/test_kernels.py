@@ -167,3 +167,21 @@ def test_bench_pattern_option(tmp_path, capsys):
     assert rc == 2
     assert "--pattern" in capsys.readouterr().err
     assert not (tmp_path / "o.json").exists()
+
+
+def test_variant_times_compare_rows():
+    """bench/variant_times.py --compare: old / new per family for the same case (pattern defaults)."""
+    pytest.importorskip("torch", reason="bench/variant_times.py imports torch")
+    import importlib.util
+    import os
+    spec = importlib.util.spec_from_file_location(
+        "variant_times", os.path.join(os.path.dirname(__file__), "..", "bench", "variant_times.py"))
+    vt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(vt)
+    old = [{"layer": "a", "batch": 1, "dtype": "fp16", "sparsity": 0.9,
+            "best_per_family": {"mma": ["mma(x)", 8.0], "smem": ["smem(y)", 12.0]}}]
+    new = {"layer": "a", "batch": 1, "dtype": "fp16", "sparsity": 0.9, "pattern": "unstructured",
+           "best_per_family": {"mma": ["mma(x)", 4.0], "generic": ["generic", 30.0]}}
+    assert vt.compare_rows(old, new) == {"mma": (8.0, 4.0, 2.0)}
+    assert vt.compare_rows(old, dict(new, pattern="vector:16")) == {}
+    assert vt.compare_rows(old, dict(new, sparsity=0.95)) == {}

@@ -128,10 +128,13 @@ fi
 if has mma && fits 120; then
   say "tensor-core variant vs the other variants (fp16, unstructured and vector:16)"
   L="resnet50_3x3_c64_h56 resnet50_3x3_c128_h28 resnet50_3x3_c256_h14 resnet50_3x3_c512_h7 vgg16_3x3_c64_k128_h112 vgg16_3x3_c256_k512_h28"
+  # --compare: old / new per variant family against the committed round-4 run (same seeded weights)
   timeout 150 python3 bench/variant_times.py --family mma --sparsity 0.9 0.95 --dtype fp16 --only $L \
-    --json "$OUT/mma_unstructured.json" 2>&1 | tee "$OUT/mma_unstructured.txt" | grep -v Warn | tail -14
+    --compare bench/results/h200_mma_variant_times_unstructured.json \
+    --json "$OUT/mma_unstructured.json" 2>&1 | tee "$OUT/mma_unstructured.txt" | grep -v Warn | tail -24
   timeout 100 python3 bench/variant_times.py --family mma --pattern vector:16 --sparsity 0.7 0.9 --dtype fp16 --only $L \
-    --json "$OUT/mma_vector16.json" 2>&1 | tee "$OUT/mma_vector16.txt" | grep -v Warn | tail -14
+    --compare bench/results/h200_mma_variant_times_vector16.json \
+    --json "$OUT/mma_vector16.json" 2>&1 | tee "$OUT/mma_vector16.txt" | grep -v Warn | tail -24
 fi
 if has bench-vector && fits 60; then
   say "bench vector:16 regime (fp16, 3x3 s1 layers, batch 1 and 8)"
