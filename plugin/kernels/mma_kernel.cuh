@@ -9,8 +9,8 @@
  * the staged input chunk. The input is staged like the smem kernel (zero-padded tile + halo, cp.async
  * double buffer, smem_detail::stage). A warp owns one group and NT n-tiles of 8 output pixels; per
  * k-step and n-tile it gathers its B fragment (16 positions x 8 pixels) with 4 16-bit shared-memory
- * loads per lane and issues one mma.sync.m16n8k16 (fp32 accumulators in registers): 4 loads per 2048
- * multiply-adds instead of one load per multiply-add. Work is proportional to the union of positions,
+ * loads per lane and issues one mma.sync.m16n8k16 (fp32 accumulators in registers): 128 loads per warp
+ * for 2048 multiply-adds, one per 16 instead of one per multiply-add (smem kernel). Work is proportional to the union of positions,
  * so the kernel is exact for any mask and fast where the 16 channels share positions (vector-sparse
  * pruning, `trt-sparse prune --pattern vector:16`, or moderate unstructured sparsity).
  *
@@ -106,11 +106,7 @@ __global__ void __launch_bounds__(256, 2) mma_kernel(MmaParams p) {
     int cs0 = dch > 0 ? bg * dch : __ldg(q.gch_off + bg);
     int cs1 = dch > 0 ? cs0 + dch : __ldg(q.gch_off + bg + 1);
     const int cbase = bg * dch;
-    if (cl > 1) { /* this block's share of the block group's listed chunks */
-        const int n_ch = cs1 - cs0;
-        cs1 = cs0 + (n_ch * (rank + 1)) / cl;
-        cs0 = cs0 + (n_ch * rank) / cl;
-    }
+    cluster_share(cl, rank, &cs0, &cs1); /* this block's share of the block group's listed chunks */
     const int buf_elems = q.cc * q.cstride;
     __half* const sbuf = reinterpret_cast<__half*>(smem_raw);
     const __half* __restrict__ x = reinterpret_cast<const __half*>(q.x);

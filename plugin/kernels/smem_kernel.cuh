@@ -101,6 +101,15 @@ __device__ __forceinline__ float ld_peer(const float* local, unsigned rank) {
 }
 #endif
 
+/* With cl > 1 blocks per cluster: narrow the listed-chunk range [*cs0, *cs1) to block `rank`'s share. */
+__device__ __forceinline__ void cluster_share(int cl, int rank, int* cs0, int* cs1) {
+    if (cl > 1) {
+        const int n_ch = *cs1 - *cs0;
+        *cs1 = *cs0 + (n_ch * (rank + 1)) / cl;
+        *cs0 = *cs0 + (n_ch * rank) / cl;
+    }
+}
+
 /* Stage input channels [c0, c0 + cc) of the block's tile (+ halo) into buf, zero outside the image.
  * Staged row R = c * in_h + r sits at buf + R * pitch (cstride == in_h * pitch). Thread t keeps one column
  * unit v = t % nv of the row (nv units of 4 elements, or of 1 without vector copies) and walks the rows
@@ -166,11 +175,7 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
     for (int jr = 0; jr < PXH; ++jr)
         rb[jr] = (((lr + jr * LH) * p.sh) * p.pitch + lc * sw + p.lead) * (int)sizeof(T);
     int cs0 = __ldg(p.gch_off + g), cs1 = __ldg(p.gch_off + g + 1);
-    if (cl > 1) { /* this block's share of the group's listed chunks */
-        const int n_ch = cs1 - cs0;
-        cs1 = cs0 + (n_ch * (rank + 1)) / cl;
-        cs0 = cs0 + (n_ch * rank) / cl;
-    }
+    cluster_share(cl, rank, &cs0, &cs1);
     const int buf_elems = p.cc * p.cstride;
     T* const sbuf = reinterpret_cast<T*>(smem_raw);
     const int ns = p.ns;
