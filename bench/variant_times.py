@@ -79,6 +79,7 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--family", default="reuse", help="variant family compared with the best of the others")
     ap.add_argument("--pattern", default="unstructured", help="unstructured or vector:V (prune --pattern)")
+    ap.add_argument("--allow-tf32", action="store_true", help="fp32 plans also list TF32 tensor-core variants")
     ap.add_argument("--compare", metavar="OLD.json", help="an earlier --json of this script: print old / new per family")
     a = ap.parse_args()
     old_rows = []
@@ -96,7 +97,8 @@ def main():
                     rng = np.random.default_rng([0, int(round(sp * 1000))])
                     w, sw = _pruned_weight(rng, lay, sp, vec)
                     st, pd, dl = lay["stride"], lay["pad"], lay["dilation"]
-                    plan = tcuda.SparseConvPlan(sw, None, (st, st), (pd,) * 4, (dl, dl), 0, 0.0, 6.0, dtype)
+                    plan = tcuda.SparseConvPlan(sw, None, (st, st), (pd,) * 4, (dl, dl), 0, 0.0, 6.0, dtype,
+                                                allow_tf32=a.allow_tf32 and dtype == "fp32")
                     tdt = torch.float16 if dtype == "fp16" else torch.float32
                     x = torch.randn(batch, lay["C"], lay["H"], lay["W"], device="cuda").to(tdt)
                     y = torch.empty(plan.output_shape(tuple(x.shape)), device="cuda", dtype=tdt)

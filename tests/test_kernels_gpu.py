@@ -24,6 +24,7 @@ if tcuda.find_library() is None:
     pytest.skip("kernel library not built (cmake -S plugin -B build && cmake --build build)", allow_module_level=True)
 
 TOL = {"fp32": 1e-5, "fp16": 2e-3}
+TOL_TF32 = 3e-3  # fp32 I/O with TF32 tensor-core math (10-bit mantissa products, fp32 accumulation)
 
 
 def _rel_err(out, ref):
@@ -33,7 +34,7 @@ def _rel_err(out, ref):
     return np.linalg.norm(out - ref) / (den if den > 0 else 1.0) if den > 0 else np.linalg.norm(out - ref)
 
 
-def _run_case(c, dtype, layout="NCHW", all_variants=True):
+def _run_case(c, dtype, layout="NCHW", all_variants=True, allow_tf32=False):
     seed = secrets.randbits(32)
     rng = np.random.default_rng(seed)
     sw = random_sparse_weight(rng, c.K, c.C, c.R, c.S, c.sparsity, c.pattern)
@@ -43,7 +44,8 @@ def _run_case(c, dtype, layout="NCHW", all_variants=True):
     xt = torch.from_numpy(x).to("cuda", tdt)
     x_used = xt.float().cpu().numpy().astype(np.float64)  # the values the kernel sees
     ref = reference.sparse_conv2d(x_used, sw, bias, c.strides, c.pads, c.dilations, c.activation, 0.0, 6.0)
-    plan = tcuda.SparseConvPlan(sw, bias, c.strides, c.pads, c.dilations, c.activation, 0.0, 6.0, dtype, layout)
+    plan = tcuda.SparseConvPlan(sw, bias, c.strides, c.pads, c.dilations, c.activation, 0.0, 6.0, dtype, layout,
+                                allow_tf32=allow_tf32)
     if layout == "NHWC":
         xt = xt.permute(0, 2, 3, 1).contiguous()
     out_shape = plan.output_shape(tuple(xt.shape))
@@ -62,7 +64,9 @@ def _run_case(c, dtype, layout="NCHW", all_variants=True):
         if layout == "NHWC":
             out = out.transpose(0, 3, 1, 2)
         errs[name or "default"] = _rel_err(out, ref)
-    bad = {k: v for k, v in errs.items() if not v < TOL[dtype]}
+    # TF32 variants (and the default choice of a TF32-allowed plan) get the TF32 tolerance
+    bad = {k: v for k, v in errs.items()
+           if not v < (TOL_TF32 if k.endswith(",tf32)") or (allow_tf32 and k == "default") else TOL[dtype])}
     assert not bad, "case {} dtype {} layout {} seed {}: rel err {}".format(c.name, dtype, layout, seed, bad)
     return plan, errs
 
@@ -306,3 +310,20 @@ def test_enqueue_in_graph_capture_after_tune():
     for x, y in zip(xs, ys):
         ref = reference.sparse_conv2d(x.cpu().numpy().astype(np.float64), sw, None, (1, 1), (1, 1, 1, 1))
         assert _rel_err(y.cpu().numpy(), ref) < 1e-5
+
+
+@pytest.mark.parametrize("c", [c for c in CASES if c.name in ("basic", "odd_sizes", "stride2", "dilation2", "1x1",
+                                                               "k_tail_70", "c_many", "resnet_like_7", "vector16",
+                                                               "vector16_k_tail", "batch3", "clip")],
+                         ids=lambda c: c.name)
+def test_tf32_variants_only_when_allowed(c):
+    """fp32 plans list TF32 tensor-core variants only with allow_tf32 (sm_80+), and those match the float64
+    reference within TF32 accuracy (every other variant of the same plan still within the fp32 tolerance)."""
+    plan, errs = _run_case(c, "fp32")
+    assert not any(n.startswith("mma(") for n in errs), errs
+    if torch.cuda.get_device_capability()[0] < 8:
+        pytest.skip("TF32 tensor cores need sm_80+")
+    plan, errs = _run_case(c, "fp32", allow_tf32=True)
+    tf32 = [n for n in errs if n.endswith(",tf32)")]
+    assert tf32, "no TF32 variant offered: {}".format(sorted(errs))
+    assert "fp32(tf32-allowed)" in plan.describe()

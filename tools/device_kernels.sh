@@ -2,7 +2,7 @@
 # One device call for the kernel work: build (sm_90), GPU tests, compute-sanitizer, benchmark.
 #   [DEADLINE=S] bash tools/device_kernels.sh [build] [test] [sanitize] [sanitize-quick] [plan-memory] [bench-quick]
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
-#                                             [mma] [bench-vector]
+#                                             [mma] [tf32] [bench-vector]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Logs and JSON go to $OUT (default ./device_out); a short table is printed last.
@@ -135,6 +135,12 @@ if has mma && fits 120; then
   timeout 100 python3 bench/variant_times.py --family mma --pattern vector:16 --sparsity 0.7 0.9 --dtype fp16 --only $L \
     --compare bench/results/h200_mma_variant_times_vector16.json \
     --json "$OUT/mma_vector16.json" 2>&1 | tee "$OUT/mma_vector16.txt" | grep -v Warn | tail -24
+fi
+if has tf32 && fits 90; then
+  say "TF32 tensor-core variant for fp32 I/O (opt-in) vs the exact fp32 variants"
+  L="resnet50_3x3_c64_h56 resnet50_3x3_c128_h28 resnet50_3x3_c256_h14 resnet50_3x3_c512_h7 vgg16_3x3_c64_k128_h112 vgg16_3x3_c256_k512_h28"
+  timeout 150 python3 bench/variant_times.py --family mma --allow-tf32 --sparsity 0.9 0.95 --dtype fp32 --only $L \
+    --json "$OUT/mma_tf32.json" 2>&1 | tee "$OUT/mma_tf32.txt" | grep -v Warn | tail -14
 fi
 if has bench-vector && fits 60; then
   say "bench vector:16 regime (fp16, 3x3 s1 layers, batch 1 and 8)"

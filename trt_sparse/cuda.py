@@ -96,6 +96,8 @@ def load_library(path=None):
         lib.tsc_plan_device_bytes.argtypes = [vp]
         lib.tsc_plan_device_bytes.restype = ctypes.c_size_t
         lib.tsc_plan_tune_scratch.argtypes = [vp, i32, i32, i32]
+    if hasattr(lib, "tsc_plan_set_math"):  # added within ABI 1
+        lib.tsc_plan_set_math.argtypes = [vp, i32]
     if hasattr(lib, "tsc_bench_fma_peak"):
         lib.tsc_bench_fma_peak.argtypes = [ctypes.POINTER(ctypes.c_double)]
         lib.tsc_bench_empty_launch.argtypes = [i32, vp, ctypes.POINTER(ctypes.c_double)]
@@ -170,7 +172,7 @@ class SparseConvPlan(object):
     """A kernel plan for one SparseConvWeight (weights uploaded to the current device)."""
 
     def __init__(self, weight, bias=None, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), activation=0,
-                 clip_min=0.0, clip_max=6.0, dtype="fp32", layout="NCHW", lib=None):
+                 clip_min=0.0, clip_max=6.0, dtype="fp32", layout="NCHW", lib=None, allow_tf32=False):
         if dtype not in _DTYPES:
             raise TrtSparseError("dtype must be fp32 or fp16, got {!r}".format(dtype))
         if layout not in _LAYOUTS:
@@ -190,6 +192,14 @@ class SparseConvPlan(object):
                      b.ctypes.data if b is not None else None)
         _check(self._lib, self._lib.tsc_plan_create(ctypes.byref(self._desc), ctypes.byref(w), _DTYPES[dtype],
                                                     _LAYOUTS[layout], ctypes.byref(self._plan)), "tsc_plan_create")
+        self.allow_tf32 = bool(allow_tf32)
+        if self.allow_tf32:  # opt-in: fp32 plans may then run TF32 tensor-core variants (~1e-3 relative)
+            try:
+                self._need("tsc_plan_set_math")
+            except TrtSparseError:
+                self.close()
+                raise
+            _check(self._lib, self._lib.tsc_plan_set_math(self._plan, 1), "tsc_plan_set_math")
 
     def output_shape(self, input_shape):
         """Output shape for an input shape (NCHW or NHWC like the plan)."""

@@ -3,7 +3,7 @@
 namespace tsc {
 cudaError_t launch_mma_f16(int cfg, const MmaParams& p, size_t smem, cudaStream_t s) {
 #define TSC_L(I, TH, TW, WG, WP, WS, NT, CL) \
-    case I: return launch_mma_cfg<TH, TW, WG, WP, WS, NT>(p, smem, s);
+    case I: return launch_mma_cfg<__half, TH, TW, WG, WP, WS, NT, CL>(p, smem, s);
     switch (cfg) {
         TSC_MMA_FOR_EACH(TSC_L)
         default: return cudaErrorInvalidValue;
@@ -13,7 +13,7 @@ cudaError_t launch_mma_f16(int cfg, const MmaParams& p, size_t smem, cudaStream_
 
 bool mma_supported() {
     cudaFuncAttributes a;
-    if (cudaFuncGetAttributes(&a, mma_kernel<8, 32, 1, 8, 1, 4>) != cudaSuccess) {
+    if (cudaFuncGetAttributes(&a, mma_kernel<__half, 8, 32, 1, 8, 1, 4, 1>) != cudaSuccess) {
         cudaGetLastError();
         return false;
     }

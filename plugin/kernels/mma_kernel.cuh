@@ -19,6 +19,9 @@
  * split the chunks, sm_90+) partial sums are reduced in shared memory (distributed shared memory across
  * the cluster): one launch, no atomics, no zeroing.
  */
+/* fp32 I/O with TF32 allowed (plan math mode TSC_MATH_ALLOW_TF32, never by default): the same kernel with
+ * mma.m16n8k8.tf32 -- k-steps of 8 positions, A pre-rounded to TF32 on the host, the gathered inputs rounded
+ * with cvt.rna.tf32.f32, fp32 accumulation. */
 #ifndef TRT_SPARSE_MMA_KERNEL_CUH
 #define TRT_SPARSE_MMA_KERNEL_CUH
 
@@ -42,8 +45,42 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], const uint4& a, unsigne
 #endif
 }
 
-__device__ __forceinline__ unsigned lds_u16(const unsigned char* p) {
-    return (unsigned)*reinterpret_cast<const unsigned short*>(p);
+/* D = A * B + D, m16n8k8, TF32 inputs (fp32 registers), fp32 accumulators. */
+__device__ __forceinline__ void mma_1688_tf32(float (&c)[4], const uint4& a, unsigned b0, unsigned b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+#else
+    (void)c; (void)a; (void)b0; (void)b1;
+#endif
+}
+
+/* fp32 -> TF32, round to nearest (ties away), as the bits of an fp32 register. */
+__device__ __forceinline__ unsigned to_tf32(unsigned f) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned t;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(t) : "f"(__uint_as_float(f)));
+    return t;
+#else
+    return f;
+#endif
+}
+
+/* 32-bit shared-memory load at a 32-bit shared-window address. */
+__device__ __forceinline__ unsigned lds_u32(unsigned addr) {
+    unsigned v;
+    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr));
+    return v;
+}
+
+/* 16-bit shared-memory load at a 32-bit shared-window address (one add + one LDS per element). */
+__device__ __forceinline__ unsigned lds_u16(unsigned addr) {
+    unsigned short v;
+    asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr));
+    return (unsigned)v;
 }
 
 /* Output channel of accumulator register r (rows gid / gid + 8 of the A fragment) of group wg, lane ln. */
@@ -51,45 +88,65 @@ __device__ __forceinline__ int out_channel(const MmaParams& p, int bg, int wg, i
     return bg * p.cpb + wg * 16 + (ln >> 2) + ((r & 2) ? 8 : 0);
 }
 
-/* Store accumulator register r of n-tile j for lane `ln` of slot (wg, wp) with its channel's bias, activation. */
-template <int TW, int NT>
-__device__ __forceinline__ void store_acc(const MmaParams& p, __half* y, int n, int bg, int wg, int wp, int j, int r,
-                                          int ln, int oy0, int ox0, float v, float bias) {
-    const SmemParams& q = p.s;
-    const int k = out_channel(p, bg, wg, r, ln);
-    const int pi = (wp * NT + j) * 8 + 2 * (ln & 3) + (r & 1);
+/* Store output channel k, tile pixel pi (< TH * TW) of image yn with its bias and the activation. */
+template <int TW, typename T>
+__device__ __forceinline__ void store_out(const SmemParams& q, T* yn, int k, int pi, int oy0, int ox0, float v,
+                                          float bias) {
     const int oy = oy0 + pi / TW, ox = ox0 + pi % TW;
     if (k >= q.K || oy >= q.P || ox >= q.Q) return;
-    smem_detail::st_out(y + (((long long)n * q.K + k) * q.P + oy) * q.Q + ox,
+    smem_detail::st_out(yn + (long long)k * ((long long)q.P * q.Q) + (oy * q.Q + ox),
                         smem_detail::act_f(v + bias, q.act, q.clip_min, q.clip_max));
 }
 
-/* The k-step's A fragment and the lane's 4 position offsets (one k-step ahead of its use). */
+/* Tile pixel of accumulator register r of n-tile j of pixel slice wp, lane ln (columns 2 tig, 2 tig + 1). */
+template <int NT>
+__device__ __forceinline__ int acc_pixel(int wp, int j, int r, int ln) {
+    return (wp * NT + j) * 8 + 2 * (ln & 3) + (r & 1);
+}
+
+/* The k-step's A fragment and the lane's position offsets (one k-step ahead of its use): fp16 k-steps hold
+ * 16 positions (8 offset words; the lane's are words tig and tig + 4), TF32 k-steps 8 (4 words; word tig). */
 struct KStep {
     uint4 a;
     unsigned o01, o23;
 };
-__device__ __forceinline__ void load_kstep(const MmaParams& p, int ks, int lane, KStep* k) {
-    k->a = __ldg(p.afrag + (long long)ks * 32 + lane);
-    k->o01 = __ldg(p.koff + (long long)ks * 8 + (lane & 3));
-    k->o23 = __ldg(p.koff + (long long)ks * 8 + 4 + (lane & 3));
+template <typename T> struct KWords { static const int value = 8; };
+template <> struct KWords<float> { static const int value = 4; };
+
+template <typename T>
+__device__ __forceinline__ void load_kstep(const uint4* ap, const unsigned* op, KStep* k) {
+    k->a = __ldg(ap);
+    k->o01 = __ldg(op);
+    k->o23 = KWords<T>::value == 8 ? __ldg(op + 4) : 0u;
+}
+
+/* One k-step of one n-tile: gather the B fragment at the lane's pixel address bj and issue the mma. */
+__device__ __forceinline__ void kstep_mma(float (&acc)[4], const KStep& k, unsigned bj, const __half*) {
+    const unsigned b0 = lds_u16(bj + (k.o01 & 0xffffu)) | (lds_u16(bj + (k.o01 >> 16)) << 16);
+    const unsigned b1 = lds_u16(bj + (k.o23 & 0xffffu)) | (lds_u16(bj + (k.o23 >> 16)) << 16);
+    mma_16816(acc, k.a, b0, b1);
+}
+__device__ __forceinline__ void kstep_mma(float (&acc)[4], const KStep& k, unsigned bj, const float*) {
+    const unsigned b0 = to_tf32(lds_u32(bj + (k.o01 & 0xffffu)));
+    const unsigned b1 = to_tf32(lds_u32(bj + (k.o01 >> 16)));
+    mma_1688_tf32(acc, k.a, b0, b1);
 }
 
 }  // namespace mma_detail
 
-template <int TH, int TW, int WG, int WP, int WS, int NT>
-__global__ void __launch_bounds__(256, 2) mma_kernel(MmaParams p) {
+template <typename T, int TH, int TW, int WG, int WP, int WS, int NT, int CL>
+__global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p) {
     static_assert(WG * WP * WS == 8, "8 warps per block");
     static_assert(WP * NT * 8 == TH * TW && TW % 8 == 0, "n-tiles cover the tile");
     using namespace smem_detail;
-    using mma_detail::lds_u16;
+    constexpr int KW = mma_detail::KWords<T>::value;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const SmemParams& q = p.s;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int gid = lane >> 2;
     const int wg = warp / (WP * WS), wrem = warp - wg * (WP * WS);
     const int wp = wrem / WS, ws = wrem - wp * WS;
-    const int cl = q.cl;
+    constexpr int cl = CL; /* blocks per cluster (compile-time: no runtime division below) */
     const int tile = blockIdx.x / cl, rank = blockIdx.x - tile * cl; /* clusters span cl consecutive x blocks */
     const int bg = blockIdx.y;
     const int t_y = tile / q.tiles_w, t_x = tile - t_y * q.tiles_w;
@@ -100,7 +157,7 @@ __global__ void __launch_bounds__(256, 2) mma_kernel(MmaParams p) {
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
         const int pi = (wp * NT + j) * 8 + gid;
-        pb[j] = (((pi / TW) * q.sh) * q.pitch + (pi % TW) * q.sw + q.lead) * 2;
+        pb[j] = (((pi / TW) * q.sh) * q.pitch + (pi % TW) * q.sw + q.lead) * (int)sizeof(T);
     }
     const int dch = q.dense_chunks; /* > 0: chunk lists are implicit (no dependent index loads) */
     int cs0 = dch > 0 ? bg * dch : __ldg(q.gch_off + bg);
@@ -108,9 +165,10 @@ __global__ void __launch_bounds__(256, 2) mma_kernel(MmaParams p) {
     const int cbase = bg * dch;
     cluster_share(cl, rank, &cs0, &cs1); /* this block's share of the block group's listed chunks */
     const int buf_elems = q.cc * q.cstride;
-    __half* const sbuf = reinterpret_cast<__half*>(smem_raw);
-    const __half* __restrict__ x = reinterpret_cast<const __half*>(q.x);
-    __half* __restrict__ y = reinterpret_cast<__half*>(q.y);
+    T* const sbuf = reinterpret_cast<T*>(smem_raw);
+    const T* __restrict__ x = reinterpret_cast<const T*>(q.x);
+    T* __restrict__ y = reinterpret_cast<T*>(q.y);
+    const StageLane sl = stage_lane(q);
 
     /* bias of the lane's two output channels (direct-store path), loaded before the main loop */
     const int kA = mma_detail::out_channel(p, bg, wg, 0, lane);
@@ -118,14 +176,15 @@ __global__ void __launch_bounds__(256, 2) mma_kernel(MmaParams p) {
     const float biasB = kA + 8 < q.K ? __ldg(q.bias + kA + 8) : 0.0f;
 
     for (int n = blockIdx.z; n < q.N; n += gridDim.z) {
-        const __half* xn = x + (long long)n * q.C * q.H * q.W;
+        const T* xn = x + (long long)n * q.C * q.H * q.W;
+        T* yn = y + (long long)n * q.K * q.P * q.Q;
         float acc[NT][4];
 #pragma unroll
         for (int j = 0; j < NT; ++j)
 #pragma unroll
             for (int r = 0; r < 4; ++r) acc[j][r] = 0.0f;
 
-        if (cs0 < cs1) stage<__half>(q, xn, sbuf, (dch > 0 ? cs0 - cbase : __ldg(q.chunk_ids + cs0)) * q.cc, iy0, ix0);
+        if (cs0 < cs1) stage<T>(q, sl, xn, sbuf, (dch > 0 ? cs0 - cbase : __ldg(q.chunk_ids + cs0)) * q.cc, iy0, ix0);
         cp_commit();
         /* k-step range of the next chunk and its first k-step, loaded before waiting for the staged input */
         int k0n = 0, k1n = 0;
@@ -133,32 +192,32 @@ __global__ void __launch_bounds__(256, 2) mma_kernel(MmaParams p) {
         for (int i = cs0; i < cs1; ++i) {
             const int nk = k1n - k0n;
             const int kb = k0n + (nk * ws) / WS, ke = k0n + (nk * (ws + 1)) / WS;
-            mma_detail::KStep nx;
-            if (kb < ke) mma_detail::load_kstep(p, kb, lane, &nx);
+            mma_detail::KStep nx; /* the layout ends with a zero k-step: loads one past a range stay in bounds */
+            mma_detail::load_kstep<T>(p.afrag + (long long)kb * 32 + lane, p.koff + (long long)kb * KW + (lane & 3), &nx);
             if (i + 1 < cs1) { k0n = __ldg(p.kseg + (i + 1) * WG + wg); k1n = __ldg(p.kseg + (i + 1) * WG + wg + 1); }
             cp_wait_all();
             __syncthreads();
             const int b = (i - cs0) & 1;
             if (i + 1 < cs1) {
-                stage<__half>(q, xn, sbuf + (b ^ 1) * buf_elems,
+                stage<T>(q, sl, xn, sbuf + (b ^ 1) * buf_elems,
                               (dch > 0 ? i + 1 - cbase : __ldg(q.chunk_ids + i + 1)) * q.cc, iy0, ix0);
                 cp_commit();
             }
-            const unsigned char* sb = reinterpret_cast<const unsigned char*>(sbuf + b * buf_elems);
-#pragma unroll 1
+            /* shared-window address of the lane's pixel of each n-tile in this buffer */
+            const unsigned sb = (unsigned)__cvta_generic_to_shared(sbuf + b * buf_elems);
+            unsigned bj[NT];
+#pragma unroll
+            for (int j = 0; j < NT; ++j) bj[j] = sb + (unsigned)pb[j];
+            const uint4* ap = p.afrag + (long long)(kb + 1) * 32 + lane;        /* next k-step's A fragment */
+            const unsigned* op = p.koff + (long long)(kb + 1) * KW + (lane & 3); /* and its offsets */
+#pragma unroll(NT >= 8 ? 1 : 2)
             for (int ks = kb; ks < ke; ++ks) {
                 const mma_detail::KStep cur = nx;
-                if (ks + 1 < ke) mma_detail::load_kstep(p, ks + 1, lane, &nx);
-                const unsigned char* s0 = sb + (cur.o01 & 0xffffu);
-                const unsigned char* s1 = sb + (cur.o01 >> 16);
-                const unsigned char* s2 = sb + (cur.o23 & 0xffffu);
-                const unsigned char* s3 = sb + (cur.o23 >> 16);
+                mma_detail::load_kstep<T>(ap, op, &nx);
+                ap += 32;
+                op += KW;
 #pragma unroll
-                for (int j = 0; j < NT; ++j) {
-                    const unsigned b0 = lds_u16(s0 + pb[j]) | (lds_u16(s1 + pb[j]) << 16);
-                    const unsigned b1 = lds_u16(s2 + pb[j]) | (lds_u16(s3 + pb[j]) << 16);
-                    mma_detail::mma_16816(acc[j], cur.a, b0, b1);
-                }
+                for (int j = 0; j < NT; ++j) mma_detail::kstep_mma(acc[j], cur, bj[j], static_cast<const T*>(nullptr));
             }
         }
         __syncthreads(); /* every warp is done with the staged input (buffers are reused below / next n) */
@@ -167,8 +226,8 @@ __global__ void __launch_bounds__(256, 2) mma_kernel(MmaParams p) {
             for (int j = 0; j < NT; ++j)
 #pragma unroll
                 for (int r = 0; r < 4; ++r)
-                    mma_detail::store_acc<TW, NT>(p, y, n, bg, wg, wp, j, r, lane, oy0, ox0, acc[j][r],
-                                                  (r & 2) ? biasB : biasA);
+                    mma_detail::store_out<TW>(q, yn, kA + ((r & 2) ? 8 : 0), mma_detail::acc_pixel<NT>(wp, j, r, lane),
+                                              oy0, ox0, acc[j][r], (r & 2) ? biasB : biasA);
             continue;
         }
         float* red = reinterpret_cast<float*>(smem_raw);
@@ -176,35 +235,42 @@ __global__ void __launch_bounds__(256, 2) mma_kernel(MmaParams p) {
         for (int j = 0; j < NT; ++j)
 #pragma unroll
             for (int r = 0; r < 4; ++r) red[((warp * NT + j) * 4 + r) * 32 + lane] = acc[j][r];
-        const int outs = WG * WP * NT * 4 * 32; /* per slot (wg, wp): NT x 4 registers x 32 lanes */
-        int o0 = 0, o1 = outs;
+        constexpr int OUTS = WG * WP * NT * 4 * 32; /* per slot (wg, wp): NT n-tiles x 4 registers x 32 lanes */
+        static_assert(OUTS % 256 == 0, "whole passes of the block over the outputs");
+        if (cl == 1) {
+            __syncthreads();
+            /* pass it: output o = tid + 256 it, so lane and register are fixed per thread and the rest is
+             * compile-time arithmetic */
+            const unsigned t = threadIdx.x;
+            const int ln = (int)(t & 31u), r = (int)((t >> 5) & 3u);
+#pragma unroll
+            for (int it = 0; it < OUTS / 256; ++it) {
+                const unsigned jt = (t >> 7) + 2u * it; /* slot * NT + j */
+                const int j = (int)(jt % NT), slot = (int)(jt / NT);
+                float s = 0.0f;
+#pragma unroll
+                for (int sp = 0; sp < WS; ++sp) s += red[(((slot * WS + sp) * NT + j) * 4 + r) * 32 + ln];
+                const int k = mma_detail::out_channel(p, bg, slot / WP, r, ln);
+                mma_detail::store_out<TW>(q, yn, k, mma_detail::acc_pixel<NT>(slot % WP, j, r, ln), oy0, ox0, s,
+                                          k < q.K ? __ldg(q.bias + k) : 0.0f);
+            }
+        }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
         if (cl > 1) {
             cluster_sync(); /* every block's partial sums are in its shared memory */
-            o0 = (outs * rank) / cl;
-            o1 = (outs * (rank + 1)) / cl;
-        } else
-#endif
-        {
-            __syncthreads();
-        }
-        for (int o = o0 + (int)threadIdx.x; o < o1; o += 256) {
-            const int ln = o & 31, r = (o >> 5) & 3, j = (o >> 7) % NT, slot = (o >> 7) / NT;
-            float s = 0.0f;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-            if (cl > 1) {
+            const int o0 = (OUTS * rank) / cl, o1 = (OUTS * (rank + 1)) / cl;
+            for (int o = o0 + (int)threadIdx.x; o < o1; o += 256) {
+                const int ln = o & 31, r = (o >> 5) & 3, j = (o >> 7) % NT, slot = (o >> 7) / NT;
+                float s = 0.0f;
                 for (int pr = 0; pr < cl; ++pr)
                     for (int sp = 0; sp < WS; ++sp)
                         s += ld_peer(red + (((slot * WS + sp) * NT + j) * 4 + r) * 32 + ln, (unsigned)pr);
-            } else
-#endif
-            {
-                for (int sp = 0; sp < WS; ++sp) s += red[(((slot * WS + sp) * NT + j) * 4 + r) * 32 + ln];
-            }
-            const int k = mma_detail::out_channel(p, bg, slot / WP, r, ln);
-            mma_detail::store_acc<TW, NT>(p, y, n, bg, slot / WP, slot % WP, j, r, ln, oy0, ox0, s,
+                const int k = mma_detail::out_channel(p, bg, slot / WP, r, ln);
+                mma_detail::store_out<TW>(q, yn, k, mma_detail::acc_pixel<NT>(slot % WP, j, r, ln), oy0, ox0, s,
                                           k < q.K ? __ldg(q.bias + k) : 0.0f);
+            }
         }
+#endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
         if (cl > 1) {
             cluster_sync(); /* peers are done reading this block's partials (smem reused / block exits) */
@@ -215,12 +281,13 @@ __global__ void __launch_bounds__(256, 2) mma_kernel(MmaParams p) {
     }
 }
 
-template <int TH, int TW, int WG, int WP, int WS, int NT>
+template <typename T, int TH, int TW, int WG, int WP, int WS, int NT, int CL>
 cudaError_t launch_mma_cfg(const MmaParams& p, size_t smem, cudaStream_t s) {
-    dim3 grid((unsigned)(p.s.tiles_h * p.s.tiles_w * p.s.cl), (unsigned)p.s.groups,
+    if (p.s.cl != CL) return cudaErrorInvalidValue;
+    dim3 grid((unsigned)(p.s.tiles_h * p.s.tiles_w * CL), (unsigned)p.s.groups,
               (unsigned)(p.s.N < 65535 ? p.s.N : 65535));
-    if (p.s.cl > 1) return launch_cluster(mma_kernel<TH, TW, WG, WP, WS, NT>, p, p.s.cl, smem, grid, s);
-    mma_kernel<TH, TW, WG, WP, WS, NT><<<grid, 256, smem, s>>>(p);
+    if (CL > 1) return launch_cluster(mma_kernel<T, TH, TW, WG, WP, WS, NT, CL>, p, CL, smem, grid, s);
+    mma_kernel<T, TH, TW, WG, WP, WS, NT, CL><<<grid, 256, smem, s>>>(p);
     return cudaGetLastError();
 }
 

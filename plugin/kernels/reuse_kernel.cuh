@@ -43,6 +43,8 @@ using smem_detail::zero_vec;
 
 using smem_detail::act_f;
 using smem_detail::stage;
+using smem_detail::stage_lane;
+using smem_detail::StageLane;
 using smem_detail::st_out;
 using smem_detail::to_f;
 
@@ -219,6 +221,7 @@ __global__ void __launch_bounds__(256, (KT * PH * PW <= 32 ? 2 : 1)) reuse_kerne
     const int cpb = (8 / ns) * KT;
     const T* __restrict__ x = reinterpret_cast<const T*>(p.x);
     T* __restrict__ y = reinterpret_cast<T*>(p.y);
+    const StageLane sl = stage_lane(p);
 
     for (int n = blockIdx.z; n < p.N; n += gridDim.z) {
         const T* xn = x + (long long)n * p.C * p.H * p.W;
@@ -228,7 +231,7 @@ __global__ void __launch_bounds__(256, (KT * PH * PW <= 32 ? 2 : 1)) reuse_kerne
 #pragma unroll
             for (int j = 0; j < PX; ++j) acc[kl][j] = 0.0f;
 
-        if (cs0 < cs1) stage<T>(p, xn, sbuf, __ldg(p.chunk_ids + cs0) * p.cc, iy0, ix0);
+        if (cs0 < cs1) stage<T>(p, sl, xn, sbuf, __ldg(p.chunk_ids + cs0) * p.cc, iy0, ix0);
         cp_commit();
         /* channel boundaries of the warp's lists in chunk i: seg[(i * 8 + warp) * cc + 0 .. cc] (lanes 0..cc) */
         int seg_lo = 0, seg_hi = 0;
@@ -242,7 +245,7 @@ __global__ void __launch_bounds__(256, (KT * PH * PW <= 32 ? 2 : 1)) reuse_kerne
             __syncthreads();
             const int b = (i - cs0) & 1;
             if (i + 1 < cs1) {
-                stage<T>(p, xn, sbuf + (b ^ 1) * buf_elems, __ldg(p.chunk_ids + i + 1) * p.cc, iy0, ix0);
+                stage<T>(p, sl, xn, sbuf + (b ^ 1) * buf_elems, __ldg(p.chunk_ids + i + 1) * p.cc, iy0, ix0);
                 cp_commit();
             }
             const T* sb = sbuf + b * buf_elems + porg;

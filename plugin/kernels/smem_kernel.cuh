@@ -110,42 +110,60 @@ __device__ __forceinline__ void cluster_share(int cl, int rank, int* cs0, int* c
     }
 }
 
+/* A thread's place in the staging walk (once per kernel): it keeps one column unit v of the staged rows
+ * row0, row0 + st_step, ... (staged row R = c * in_h + r); row0 >= st_step: the thread idles. */
+struct StageLane {
+    int row0, c, r, v;
+};
+__device__ __forceinline__ StageLane stage_lane(const SmemParams& p) {
+    StageLane l;
+    l.row0 = (int)threadIdx.x / p.st_nv;
+    l.v = (int)threadIdx.x - l.row0 * p.st_nv;
+    if (l.row0 >= p.st_step) l.row0 = 1 << 30;
+    l.c = l.row0 / p.in_h;
+    l.r = l.row0 - l.c * p.in_h;
+    return l;
+}
+
 /* Stage input channels [c0, c0 + cc) of the block's tile (+ halo) into buf, zero outside the image.
- * Staged row R = c * in_h + r sits at buf + R * pitch (cstride == in_h * pitch). Thread t keeps one column
- * unit v = t % nv of the row (nv units of 4 elements, or of 1 without vector copies) and walks the rows
- * row0 = t / nv, row0 + step, ... (step = 256 / nv; the last 256 % nv threads idle), so the column bounds
- * test is loop-invariant and the source offset advances by constants (one wrap per input channel). */
+ * Staged row R = c * in_h + r sits at buf + R * pitch (cstride == in_h * pitch). The thread's column unit
+ * is fixed (StageLane), so the column bounds test is loop-invariant and the source offset advances by
+ * constants (one wrap per input channel); the walk's steps come from the host (SmemParams::st_*). */
 template <typename T>
-__device__ __forceinline__ void stage(const SmemParams& p, const T* __restrict__ xn, T* buf, int c0, int iy0, int ix0) {
-    const int cc = min(p.cc, p.C - c0);
-    const int rows = cc * p.in_h;
+__device__ __forceinline__ void stage(const SmemParams& p, const StageLane& l, const T* __restrict__ xn, T* buf,
+                                      int c0, int iy0, int ix0) {
+    const int rows = min(p.cc, p.C - c0) * p.in_h;
+    if (l.row0 >= rows) return;
     const int ve = p.vec ? 4 : 1;
-    const int nv = p.pitch / ve; /* pitch % 4 == 0 */
-    const int step = 256 / nv;   /* pitch <= 256 elements per row (checked at plan creation) */
-    const int row0 = (int)threadIdx.x / nv, v = (int)threadIdx.x - row0 * nv;
-    if (row0 >= step) return;
-    const int step_c = step / p.in_h, step_r = step - step_c * p.in_h;
-    int r = row0 % p.in_h;
-    const int gx = ix0 + v * ve;
+    const int gx = ix0 + l.v * ve;
     const bool colok = p.vec ? (gx >= 0 && gx + 4 <= p.W) : ((unsigned)gx < (unsigned)p.W);
     const long long HW = (long long)p.H * p.W;
-    long long so = (long long)(c0 + row0 / p.in_h) * HW + (long long)(iy0 + r) * p.W + gx; /* source offset */
-    const long long s_step = step_c * HW + (long long)step_r * p.W, s_wrap = HW - (long long)p.in_h * p.W;
-    T* dst = buf + row0 * p.pitch + v * ve;
-    const int d_step = step * p.pitch;
-    for (int row = row0; row < rows; row += step) {
-        const bool in = colok && (unsigned)(iy0 + r) < (unsigned)p.H;
-        if (p.vec) {
-            if (in) cp_vec(dst, xn + so);
+    long long so = (long long)(c0 + l.c) * HW + (long long)(iy0 + l.r) * p.W + gx; /* source offset */
+    const long long s_step = p.st_step_c * HW + (long long)p.st_step_r * p.W;
+    const long long s_wrap = HW - (long long)p.in_h * p.W;
+    T* dst = buf + l.row0 * p.pitch + l.v * ve;
+    const int d_step = p.st_step * p.pitch;
+    const int step = p.st_step, step_r = p.st_step_r, in_h = p.in_h;
+    const unsigned H = (unsigned)p.H;
+    int r = l.r;
+    if (p.vec) { /* two loops: the copy kind is loop-invariant */
+        for (int row = l.row0; row < rows; row += step) {
+            if (colok && (unsigned)(iy0 + r) < H) cp_vec(dst, xn + so);
             else zero_vec(dst);
-        } else {
-            if (in) cp_one(dst, xn + so);
-            else *dst = T(0.0f);
+            dst += d_step;
+            so += s_step;
+            r += step_r;
+            if (r >= in_h) { r -= in_h; so += s_wrap; } /* step_r < in_h: at most one wrap */
         }
-        dst += d_step;
-        so += s_step;
-        r += step_r;
-        if (r >= p.in_h) { r -= p.in_h; so += s_wrap; } /* step_r < in_h: at most one wrap */
+    } else {
+        for (int row = l.row0; row < rows; row += step) {
+            if (colok && (unsigned)(iy0 + r) < H) cp_one(dst, xn + so);
+            else *dst = T(0.0f);
+            dst += d_step;
+            so += s_step;
+            r += step_r;
+            if (r >= in_h) { r -= in_h; so += s_wrap; }
+        }
     }
 }
 
@@ -182,6 +200,7 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
     const int cpb = (8 / ns) * KW;
     const T* __restrict__ x = reinterpret_cast<const T*>(p.x);
     T* __restrict__ y = reinterpret_cast<T*>(p.y);
+    const StageLane sl = stage_lane(p);
 
     for (int n = blockIdx.z; n < p.N; n += gridDim.z) {
         const T* xn = x + (long long)n * p.C * p.H * p.W;
@@ -191,14 +210,14 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
 #pragma unroll
             for (int j = 0; j < PX; ++j) acc[kl][j] = 0.0f;
 
-        if (cs0 < cs1) stage<T>(p, xn, sbuf, __ldg(p.chunk_ids + cs0) * p.cc, iy0, ix0);
+        if (cs0 < cs1) stage<T>(p, sl, xn, sbuf, __ldg(p.chunk_ids + cs0) * p.cc, iy0, ix0);
         cp_commit();
         for (int i = cs0; i < cs1; ++i) {
             cp_wait_all();
             __syncthreads();
             const int b = (i - cs0) & 1;
             if (i + 1 < cs1) {
-                stage<T>(p, xn, sbuf + (b ^ 1) * buf_elems, __ldg(p.chunk_ids + i + 1) * p.cc, iy0, ix0);
+                stage<T>(p, sl, xn, sbuf + (b ^ 1) * buf_elems, __ldg(p.chunk_ids + i + 1) * p.cc, iy0, ix0);
                 cp_commit();
             }
             const unsigned char* sb = reinterpret_cast<const unsigned char*>(sbuf + b * buf_elems);

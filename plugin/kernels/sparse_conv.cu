@@ -118,6 +118,7 @@ struct tsc_plan {
     int sm_count = 1;
     bool clusters = false; /* device and build support thread-block clusters (sm_90+, CUDA 12+) */
     bool mma = false;      /* device is sm_80+ and the library holds the tensor-core kernels for it */
+    bool tf32 = false;     /* fp32 plans may run TF32 tensor-core variants (tsc_plan_set_math; off by default) */
     mutable std::mutex mu;  /* tuned */
     mutable std::mutex bmu; /* layout build / free */
     std::vector<Tuned> tuned;
@@ -424,6 +425,11 @@ bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int n
     sp->clip_min = p->d.clip_min;
     sp->clip_max = p->d.clip_max;
     sp->dense_chunks = L.dense_chunks;
+    sp->st_nv = sp->vec ? L.pitch / 4 : L.pitch;
+    if (sp->st_nv < 1 || sp->st_nv > 256 || L.in_h < 1) return false; /* layouts keep pitch <= 256 */
+    sp->st_step = 256 / sp->st_nv;
+    sp->st_step_c = sp->st_step / L.in_h;
+    sp->st_step_r = sp->st_step % L.in_h;
     return true;
 }
 
@@ -437,6 +443,14 @@ bool smem_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P
     if (cfg.cl > 1 && !p->clusters) return false;
     return staged_params(p, L, tsc::smem_tile_h(cfg.tile), tsc::smem_tile_w(cfg.tile), cfg.ns, cfg.cl, N, H, W, P, Q,
                          x, y, sp);
+}
+
+/* TF32 value of v as fp32 bits (10-bit mantissa, round to nearest with ties away from zero, as the device's
+ * cvt.rna.tf32.f32; values are finite, validated). */
+uint32_t float_to_tf32_bits(float v) {
+    uint32_t f;
+    std::memcpy(&f, &v, 4);
+    return (f + 0x1000u) & 0xFFFFE000u; /* may round up into the next binade or to inf: as the device does */
 }
 
 /* IEEE fp16 bits of v, round to nearest even (host side; values are finite, validated). */
@@ -579,8 +593,11 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
     const tsc::MmaCfgInfo cfg = tsc::mma_cfg_info(ci);
     SmemLayout& L = out->s;
     L.ok = false;
-    if (p->layout != TSC_NCHW || p->dtype != TSC_FLOAT16 || !p->mma) return TSC_OK;
-    const int es = 2;
+    if (p->layout != TSC_NCHW || !p->mma) return TSC_OK; /* fp32 plans run it only with TF32 allowed */
+    const bool f16 = p->dtype == TSC_FLOAT16;
+    const int es = f16 ? 2 : 4;
+    const int KS = f16 ? 16 : 8;     /* positions per k-step: m16n8k16 (fp16) / m16n8k8 (TF32) */
+    const int KWORDS = f16 ? 8 : 4;  /* offset words per k-step (two 16-bit offsets each) */
     StagedGeom sg;
     if (!staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg)) return TSC_OK; /* not available for this geometry */
     const int lead = sg.lead, cc = sg.cc;
@@ -614,7 +631,7 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
                 const int k = bg * cpb + wg * 16 + i;
                 if (k >= K) break;
                 for (int t = w->row_offsets[k]; t < w->row_offsets[k + 1]; ++t)
-                    lists[wg].push_back(std::make_pair(w->indices[t], std::make_pair(i, float_to_half_bits(w->values[t]))));
+                    lists[wg].push_back(std::make_pair(w->indices[t], std::make_pair(i, f16 ? float_to_half_bits(w->values[t]) : float_to_tf32_bits(w->values[t]))));
             }
             std::sort(lists[wg].begin(), lists[wg].end());
         }
@@ -628,8 +645,8 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
                 kseg.push_back((int)nks);
                 std::vector<std::pair<int, std::pair<int, uint32_t> > >& V = lists[wg];
                 size_t t = cur[wg];
-                while (t < V.size() && V[t].first < pend) { /* one k-step: the next 16 distinct positions */
-                    uint16_t wm[16][16];
+                while (t < V.size() && V[t].first < pend) { /* one k-step: the next KS distinct positions */
+                    uint32_t wm[16][16]; /* [channel of the group][position of the k-step]: fp16 / TF32 bits */
                     int offs[16];
                     std::memset(wm, 0, sizeof(wm));
                     for (int u = 0; u < 16; ++u) offs[u] = 0; /* padding: weight 0 at a staged element */
@@ -637,26 +654,34 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
                     while (t < V.size() && V[t].first < pend) {
                         const int idx = V[t].first;
                         if (idx != last) { /* a new position of the union */
-                            if (u == 16) break;
+                            if (u == KS) break;
                             const int c = idx / RS, r = (idx % RS) / d.S, sc = idx % d.S;
                             offs[u++] = (int)(((long long)(c - ch * cc) * cstride + (long long)r * d.dilation_h * pitch +
                                                (long long)sc * d.dilation_w) * es);
                             last = idx;
                         }
-                        wm[V[t].second.first][u - 1] = (uint16_t)V[t].second.second;
+                        wm[V[t].second.first][u - 1] = V[t].second.second;
                         ++t;
                     }
                     cur[wg] = t;
                     for (int lane = 0; lane < 32; ++lane) {
                         const int gr = lane >> 2, tg = lane & 3;
-                        afrag.push_back(wm[gr][2 * tg] | ((uint32_t)wm[gr][2 * tg + 1] << 16));
-                        afrag.push_back(wm[gr + 8][2 * tg] | ((uint32_t)wm[gr + 8][2 * tg + 1] << 16));
-                        afrag.push_back(wm[gr][2 * tg + 8] | ((uint32_t)wm[gr][2 * tg + 9] << 16));
-                        afrag.push_back(wm[gr + 8][2 * tg + 8] | ((uint32_t)wm[gr + 8][2 * tg + 9] << 16));
+                        if (f16) { /* m16n8k16 A: (gr, 2tg..2tg+1), (gr+8, ..), (gr, 2tg+8..), (gr+8, 2tg+8..) */
+                            afrag.push_back(wm[gr][2 * tg] | (wm[gr][2 * tg + 1] << 16));
+                            afrag.push_back(wm[gr + 8][2 * tg] | (wm[gr + 8][2 * tg + 1] << 16));
+                            afrag.push_back(wm[gr][2 * tg + 8] | (wm[gr][2 * tg + 9] << 16));
+                            afrag.push_back(wm[gr + 8][2 * tg + 8] | (wm[gr + 8][2 * tg + 9] << 16));
+                        } else { /* m16n8k8 TF32 A: (gr, tg), (gr+8, tg), (gr, tg+4), (gr+8, tg+4) */
+                            afrag.push_back(wm[gr][tg]);
+                            afrag.push_back(wm[gr + 8][tg]);
+                            afrag.push_back(wm[gr][tg + 4]);
+                            afrag.push_back(wm[gr + 8][tg + 4]);
+                        }
                     }
-                    for (int q = 0; q < 8; ++q) {
-                        const int u0 = q < 4 ? 2 * q : 2 * (q - 4) + 8;
-                        koff.push_back((uint32_t)offs[u0] | ((uint32_t)offs[u0 + 1] << 16));
+                    for (int q = 0; q < KWORDS; ++q) { /* fp16: positions (2q, 2q+1) / (2(q-4)+8, +9); TF32: (q, q+4) */
+                        const int u0 = f16 ? (q < 4 ? 2 * q : 2 * (q - 4) + 8) : q;
+                        const int u1 = f16 ? u0 + 1 : q + 4;
+                        koff.push_back((uint32_t)offs[u0] | ((uint32_t)offs[u1] << 16));
                     }
                     ++nks;
                     if (nks >= (1LL << 24)) return fail(TSC_ERR_OVERFLOW, "tensor-core layout too large");
@@ -666,6 +691,8 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
         gch_off.push_back((int)chunk_ids.size());
     }
     kseg.push_back((int)nks);
+    afrag.resize(afrag.size() + 32 * 4, 0u); /* a zero k-step past the end: the kernel loads one k-step ahead */
+    koff.resize(koff.size() + KWORDS, 0u);
     L.dense_chunks = (long long)chunk_ids.size() == (long long)G * nch ? nch : 0;
     tsc_status st;
     L.bytes = 0;
@@ -682,7 +709,7 @@ bool mma_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P,
                 tsc::MmaParams* mp) {
     if (p->layout != TSC_NCHW || v.cfg < 0 || v.cfg >= tsc::MMA_CFGS) return false;
     const MmaLayout& M = p->mlay[v.cfg];
-    if (!M.s.ok) return false;
+    if (!M.s.ok || (p->dtype == TSC_FLOAT32 && !p->tf32)) return false; /* TF32 only where allowed */
     const tsc::MmaCfgInfo cfg = tsc::mma_cfg_info(v.cfg);
     if (cfg.cl > 1 && !p->clusters) return false;
     if (!staged_params(p, M.s, cfg.th, cfg.tw, 1, cfg.cl, N, H, W, P, Q, x, y, &mp->s)) return false;
@@ -937,9 +964,10 @@ tsc_status launch_variant(const tsc_plan* p, const Variant& v, int N, int H, int
                                     : tsc::launch_reuse_f32(v.cfg, fast, sp, smem, s);
     } else if (v.kind == 5) {
         tsc::MmaParams mp;
-        if (p->dtype != TSC_FLOAT16 || !mma_params(p, v, N, H, W, P, Q, x, y, &mp))
-            return fail(TSC_ERR_UNSUPPORTED, "tensor-core variant cannot run this shape");
-        e = tsc::launch_mma_f16(v.cfg, mp, p->mlay[v.cfg].s.smem, s);
+        if (!mma_params(p, v, N, H, W, P, Q, x, y, &mp))
+            return fail(TSC_ERR_UNSUPPORTED, "tensor-core variant cannot run this shape (or TF32 not allowed)");
+        e = p->dtype == TSC_FLOAT16 ? tsc::launch_mma_f16(v.cfg, mp, p->mlay[v.cfg].s.smem, s)
+                                    : tsc::launch_mma_tf32(v.cfg, mp, p->mlay[v.cfg].s.smem, s);
     } else if (v.kind == 1) {
         tsc::TileParams tp;
         if (!tile_params(p, v, N, H, W, P, Q, x, y, &tp))
@@ -1013,7 +1041,7 @@ std::vector<Variant> candidates(const tsc_plan* plan, int N, int H, int W, int P
             tsc::SmemParams sp;
             if (reuse_params(plan, v, N, H, W, P, Q, x, y, &sp)) cands.push_back(v);
         }
-    if (plan->layout == TSC_NCHW && plan->dtype == TSC_FLOAT16 && plan->mma)
+    if (plan->layout == TSC_NCHW && plan->mma && (plan->dtype == TSC_FLOAT16 || plan->tf32))
         for (int c = 0; c < tsc::MMA_CFGS; ++c) {
             Variant v = {5, c, 1, 0, 0};
             tsc::MmaParams mp;
@@ -1057,7 +1085,8 @@ std::string variant_name(const tsc_plan* plan, const Variant& v) {
         const tsc::MmaCfgInfo c = tsc::mma_cfg_info(v.cfg);
         return "mma(tile=" + std::to_string(c.th) + "x" + std::to_string(c.tw) + ",groups=" + std::to_string(c.wg) +
                ",nt=" + std::to_string(c.nt) + ",split=" + std::to_string(c.ws) +
-               (c.cl > 1 ? ",cluster=" + std::to_string(c.cl) : std::string()) + ")";
+               (c.cl > 1 ? ",cluster=" + std::to_string(c.cl) : std::string()) +
+               (plan->dtype == TSC_FLOAT32 ? ",tf32" : "") + ")";
     }
     const tsc::TileCfgInfo ci = tsc::tile_cfg_info(plan->geom, v.cfg);
     return "tile(kt=" + std::to_string(ci.kt) + ",px=" + std::to_string(ci.ph) + "x" + std::to_string(ci.pw) +
@@ -1332,6 +1361,28 @@ tsc_status tsc_plan_set_choice(tsc_plan* plan, int32_t N, int32_t H, int32_t W, 
 
 size_t tsc_plan_device_bytes(const tsc_plan* plan) { return plan ? device_bytes(plan) : 0; }
 
+tsc_status tsc_plan_set_math(tsc_plan* plan, int32_t math) {
+    g_last_error.clear();
+    if (!plan) return fail(TSC_ERR_INVALID_ARGUMENT, "plan is NULL");
+    if (math != TSC_MATH_DEFAULT && math != TSC_MATH_ALLOW_TF32)
+        return fail(TSC_ERR_INVALID_ARGUMENT, "math must be TSC_MATH_DEFAULT (0) or TSC_MATH_ALLOW_TF32 (1)");
+    const bool tf32 = math == TSC_MATH_ALLOW_TF32;
+    if (plan->dtype != TSC_FLOAT32 || tf32 == plan->tf32) {
+        plan->tf32 = tf32 && plan->dtype == TSC_FLOAT32; /* fp16 plans: no effect */
+        return TSC_OK;
+    }
+    plan->tf32 = tf32;
+    if (!tf32) { /* forget tuned TF32 choices; their layouts are freed below */
+        std::lock_guard<std::mutex> lock(plan->mu);
+        std::vector<Tuned> kept;
+        for (size_t i = 0; i < plan->tuned.size(); ++i)
+            if (plan->tuned[i].v.kind != 5) kept.push_back(plan->tuned[i]);
+        plan->tuned.swap(kept);
+    }
+    prune_layouts(plan, nullptr);
+    return TSC_OK;
+}
+
 tsc_status tsc_plan_tune_scratch(tsc_plan* plan, int32_t N, int32_t H, int32_t W) {
     g_last_error.clear();
     int P = 0, Q = 0;
@@ -1366,7 +1417,8 @@ tsc_status tsc_plan_tune_scratch(tsc_plan* plan, int32_t N, int32_t H, int32_t W
 
 size_t tsc_plan_describe(const tsc_plan* plan, char* buf, size_t buf_len) {
     if (!plan) return 0;
-    std::string s = std::string("dtype=") + (plan->dtype == TSC_FLOAT16 ? "fp16(fp32-accumulate)" : "fp32") +
+    std::string s = std::string("dtype=") + (plan->dtype == TSC_FLOAT16 ? "fp16(fp32-accumulate)"
+                                                                     : (plan->tf32 ? "fp32(tf32-allowed)" : "fp32")) +
                     " layout=" + (plan->layout == TSC_NHWC ? "NHWC" : "NCHW") + " K=" + std::to_string(plan->d.K) +
                     " C=" + std::to_string(plan->d.C) + " R=" + std::to_string(plan->d.R) + " S=" +
                     std::to_string(plan->d.S) + " nnz=" + std::to_string(plan->nnz) +

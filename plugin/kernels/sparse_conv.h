@@ -121,6 +121,14 @@ TSC_API size_t tsc_plan_device_bytes(const tsc_plan* plan);
  * plugin at engine build time). Not inside graph capture; not concurrently with enqueue. */
 TSC_API tsc_status tsc_plan_tune_scratch(tsc_plan* plan, int32_t N, int32_t H, int32_t W);
 
+/* Math mode of a plan. TSC_MATH_ALLOW_TF32 lets fp32 plans also run TF32 tensor-core variants (10-bit
+ * mantissa products with fp32 accumulation: results change at the ~1e-3 relative level, as with
+ * TensorRT's TF32 builder flag); the default keeps fp32 plans exact fp32. No effect on fp16 plans.
+ * Build-time call (before tsc_plan_tune / tsc_plan_set_choice; switching TF32 off forgets tuned TF32
+ * choices); not concurrently with enqueue. */
+typedef enum { TSC_MATH_DEFAULT = 0, TSC_MATH_ALLOW_TF32 = 1 } tsc_math;
+TSC_API tsc_status tsc_plan_set_math(tsc_plan* plan, int32_t math);
+
 #ifdef __cplusplus
 }
 #endif

@@ -95,6 +95,9 @@ struct SmemParams {
     float clip_min, clip_max;
     int dense_chunks;       /* > 0: every group lists all its dense_chunks chunks (gch_off[g] = g * dense_chunks,
                              * chunk_ids[gch_off[g] + j] = j): kernels may skip those two dependent loads */
+    int st_nv, st_step, st_step_c, st_step_r; /* staging walk (host-computed): copy units per staged row
+                             * (pitch / 4 with vec, else pitch), rows per pass (256 / st_nv) = st_step_c channels
+                             * + st_step_r rows */
 };
 cudaError_t launch_smem_f32(int tile, int kw, const SmemParams& p, size_t smem, cudaStream_t s);
 cudaError_t launch_smem_f16(int tile, int kw, const SmemParams& p, size_t smem, cudaStream_t s);
@@ -165,13 +168,15 @@ inline MmaCfgInfo mma_cfg_info(int id) {
 struct MmaParams {
     SmemParams s;             /* staging geometry, output, bias, activation; s.groups = block groups */
     const uint4* afrag;       /* per k-step: 32 lanes x 4 registers (fp16 pairs) of the m16n8k16 A fragment */
-    const unsigned* koff;     /* per k-step: 8 words, two 16-bit byte offsets each (positions 2w, 2w+1 and
-                               * 2(w-4)+8, 2(w-4)+9 of the k-step) in the staged chunk */
+    const unsigned* koff;     /* per k-step, two 16-bit byte offsets in the staged chunk per word: fp16 8 words
+                               * (positions 2w, 2w+1 and 2(w-4)+8, 2(w-4)+9), TF32 4 words (positions w, w+4);
+                               * one zero k-step past the end */
     const int* kseg;          /* per (listed chunk, group of the block): first k-step; one more at the end */
     int cpb;                  /* output channels per block group (16 * WG) */
 };
-/* fp16 I/O; cfg = mma_cfg_info id. */
+/* fp16 I/O (m16n8k16) / fp32 I/O with TF32 math (m16n8k8); cfg = mma_cfg_info id. */
 cudaError_t launch_mma_f16(int cfg, const MmaParams& p, size_t smem, cudaStream_t s);
+cudaError_t launch_mma_tf32(int cfg, const MmaParams& p, size_t smem, cudaStream_t s);
 /* true when the library holds sm_80+ code of the tensor-core kernels for the current device. */
 bool mma_supported();
 

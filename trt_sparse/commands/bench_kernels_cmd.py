@@ -51,6 +51,9 @@ def add_arguments(parser):
     parser.add_argument("--pattern", default="unstructured", metavar="unstructured|vector:V",
                         help="pruning mask: uniform random (default), or vector:V (V consecutive output channels "
                              "share positions; reported as its own regime)")
+    parser.add_argument("--allow-tf32", action="store_true",
+                        help="fp32 plans may also run TF32 tensor-core variants (results change at ~1e-3, like "
+                             "TensorRT's TF32 flag; recorded in the JSON; off by default)")
 
 
 def _atomic_write(path, text):
@@ -249,7 +252,8 @@ def run(args):
         for sparsity in args.sparsity:
             rng_w = np.random.default_rng([args.seed, int(round(sparsity * 1000)), C, K, R, H])
             w, sw = _pruned_weight(rng_w, lay, sparsity, vec)
-            plan = tcuda.SparseConvPlan(sw, None, (st, st), (pd,) * 4, (dl, dl), 0, 0.0, 6.0, dtype, "NCHW")
+            plan = tcuda.SparseConvPlan(sw, None, (st, st), (pd,) * 4, (dl, dl), 0, 0.0, 6.0, dtype, "NCHW",
+                                        allow_tf32=args.allow_tf32 and dtype == "fp32")
             plan.tune(xs[0], ys[0])
             desc = plan.describe()
             variant = desc.split("]=")[-1] if "]=" in desc else "heuristic"
@@ -272,7 +276,7 @@ def run(args):
             speed = {k: dense[k] / sparse_us for k in ("tf32_best", "fp32_notf32", "fp16_best") if k in dense}
             results.append({
                 "layer": dict(lay), "batch": batch, "sparsity": sparsity, "dtype": dtype, "nnz": nnz,
-                "pattern": args.pattern,
+                "pattern": args.pattern, "allow_tf32": bool(args.allow_tf32 and dtype == "fp32"),
                 "sparse_us": sparse_us, "sparse_us_all": sparse_all, "sparse_variant": variant,
                 "dense_us": dense, "speedup": speed, "rel_err": rel,
                 "useful_gflop": flops / 1e9, "bytes": nbytes, "floor_us": floor_us,
