@@ -2,7 +2,7 @@
 # One device call for the kernel work: build (sm_90), GPU tests, compute-sanitizer, benchmark.
 #   [DEADLINE=S] bash tools/device_kernels.sh [build] [test] [sanitize] [sanitize-quick] [plan-memory] [bench-quick]
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
-#                                             [mma] [tf32] [bench-vector]
+#                                             [mma] [tf32] [bench-vector] [bench-tf32]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Logs and JSON go to $OUT (default ./device_out); a short table is printed last.
@@ -117,6 +117,12 @@ if has bench-full && fits 110; then
   python3 -m trt_sparse bench-kernels --layers bench/layers.json --batch 1 8 --sparsity 0.9 0.95 \
     --dtype fp32 fp16 --json "$OUT/bench_full.json" --plot "$OUT/bench_full.png" 2>"$OUT/bench_full.err" || status=1
 fi
+if has bench-tf32 && fits 60; then
+  say "bench fp32 I/O with TF32 allowed (own regime: sparse TF32 mma vs dense TF32), 3x3 s1 layers"
+  python3 -m trt_sparse bench-kernels --layers bench/layers.json --batch 1 8 --sparsity 0.9 0.95 \
+    --dtype fp32 --allow-tf32 --only $(python3 -c "import json;print(' '.join(l['name'] for l in json.load(open('bench/layers.json'))['layers'] if l['kernel']==3 and l['stride']==1))") \
+    --json "$OUT/bench_tf32.json" --plot "$OUT/bench_tf32.png" 2>"$OUT/bench_tf32.err" || status=1
+fi
 if has bench-sweep && fits 50; then
   say "bench sparsity sweep (batch 1, 3x3 s1 + 1x1 + s2 samples)"
   python3 -m trt_sparse bench-kernels --layers bench/layers.json --batch 1 --sparsity 0.5 0.7 0.8 0.98 0.995 \
@@ -190,8 +196,8 @@ if has ncu-reuse; then
 fi
 say "done status=$status"
 # at most 8 files come back: pack the logs
-(cd "$OUT" && ls *.log *.err *.txt >/dev/null 2>&1 && tar czf logs.tgz *.log *.err *.txt && rm -f *.log *.err *.txt)
-for j in "$OUT"/bench_full.json "$OUT"/bench_sweep.json "$OUT"/bench_vector16.json; do
+(cd "$OUT" && shopt -s nullglob && f=(*.log *.err *.txt *.csv) && [ ${#f[@]} -gt 0 ] && tar czf logs.tgz "${f[@]}" && rm -f "${f[@]}")
+for j in "$OUT"/bench_full.json "$OUT"/bench_sweep.json "$OUT"/bench_vector16.json "$OUT"/bench_tf32.json; do
   [ -f "$j" ] && python3 -c "import json,sys; from trt_sparse.commands.bench_kernels_cmd import format_summary; print(sys.argv[1]); print(format_summary(json.load(open(sys.argv[1]))['summary']))" "$j"
 done
 exit $status
