@@ -34,7 +34,7 @@ if has test; then
 fi
 if has sanitize && fits 60; then
   say "compute-sanitizer memcheck + racecheck (subset)"
-  SUB="basic or odd_sizes or stride2 or 1x1 or k_tail_70 or batch3 or skewed or dilation2 or c_many or vector"
+  SUB="basic or odd_sizes or stride2 or 1x1 or k_tail_70 or batch3 or skewed or dilation2 or c_many or vector or sp0 or sp50"
   for tool in memcheck racecheck; do
     compute-sanitizer --tool $tool --error-exitcode 99 python3 -m pytest -q -m gpu tests/test_kernels_gpu.py \
       -k "test_every_variant_matches_reference and ($SUB)" >"$OUT/sanitize_$tool.log" 2>&1

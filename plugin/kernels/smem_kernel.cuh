@@ -201,6 +201,16 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
     const T* __restrict__ x = reinterpret_cast<const T*>(p.x);
     T* __restrict__ y = reinterpret_cast<T*>(p.y);
     const StageLane sl = stage_lane(p);
+    const unsigned kFull = 0xffffffffu;
+    /* lane k <= KW: seg[k] of listed chunk i's lists of this warp (0 past the group's chunks) */
+    auto seg_at = [&](int i) -> int {
+        return (i < cs1 && lane <= KW) ? __ldg(p.seg + ((long long)i * 8 + warp) * KW + lane) : 0;
+    };
+    /* lane l: nonzero skip + l of the lists whose bounds sv holds (zero past their end) */
+    auto ent_at = [&](int sv, int skip) -> int2 {
+        const int a = __shfl_sync(kFull, sv, 0) + skip + lane, e = __shfl_sync(kFull, sv, KW);
+        return a < e ? __ldg(p.entries + a) : make_int2(0, 0);
+    };
 
     for (int n = blockIdx.z; n < p.N; n += gridDim.z) {
         const T* xn = x + (long long)n * p.C * p.H * p.W;
@@ -210,6 +220,11 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
 #pragma unroll
             for (int j = 0; j < PX; ++j) acc[kl][j] = 0.0f;
 
+        /* The warp's list bounds and first nonzeros are prefetched into registers one listed chunk ahead (the
+         * bounds two ahead): lane k <= KW holds seg[k] of the warp's lists, lane l the (l + 32 m)-th nonzero of
+         * the current batch; the nonzeros reach every lane by shuffle, so no list load waits on L2 in the loop. */
+        int sv_cur = seg_at(cs0), sv_nxt = seg_at(cs0 + 1);
+        int2 en_cur = ent_at(sv_cur, 0);
         if (cs0 < cs1) stage<T>(p, sl, xn, sbuf, __ldg(p.chunk_ids + cs0) * p.cc, iy0, ix0);
         cp_commit();
         for (int i = cs0; i < cs1; ++i) {
@@ -220,24 +235,41 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
                 stage<T>(p, sl, xn, sbuf + (b ^ 1) * buf_elems, __ldg(p.chunk_ids + i + 1) * p.cc, iy0, ix0);
                 cp_commit();
             }
+            const int sv_nn = seg_at(i + 2);
+            const int2 en_nxt = ent_at(sv_nxt, 0);
             const unsigned char* sb = reinterpret_cast<const unsigned char*>(sbuf + b * buf_elems);
-            const int* seg = p.seg + ((long long)i * 8 + warp) * KW;
+            const int ea = __shfl_sync(kFull, sv_cur, 0), eb = __shfl_sync(kFull, sv_cur, KW);
+            int base = ea;
+            int2 bat = en_cur;
+            int2 bat_nxt = ent_at(sv_cur, 32); /* second batch, predicated off for short lists */
 #pragma unroll
             for (int kl = 0; kl < KW; ++kl) {
-                const int e0 = __ldg(seg + kl), e1 = __ldg(seg + kl + 1);
+                int t = __shfl_sync(kFull, sv_cur, kl);
+                const int e1 = __shfl_sync(kFull, sv_cur, kl + 1);
+                while (t < e1) {
+                    if (t >= base + 32) { /* t == base + 32: next batch, prefetch the one after */
+                        base += 32;
+                        bat = bat_nxt;
+                        bat_nxt = base + 32 + lane < eb ? __ldg(p.entries + base + 32 + lane) : make_int2(0, 0);
+                    }
+                    const int end = min(e1, base + 32);
 #pragma unroll 4
-                for (int t = e0; t < e1; ++t) {
-                    const int2 en = __ldg(p.entries + t);
-                    const float v = __int_as_float(en.x);
+                    for (; t < end; ++t) {
+                        const float v = __int_as_float(__shfl_sync(kFull, bat.x, t - base));
+                        const int off = __shfl_sync(kFull, bat.y, t - base);
 #pragma unroll
-                    for (int jr = 0; jr < PXH; ++jr) {
-                        const T* rp = reinterpret_cast<const T*>(sb + en.y + rb[jr]);
+                        for (int jr = 0; jr < PXH; ++jr) {
+                            const T* rp = reinterpret_cast<const T*>(sb + off + rb[jr]);
 #pragma unroll
-                        for (int jc = 0; jc < PXW; ++jc)
-                            acc[kl][jr * PXW + jc] = fmaf(v, to_f(rp[jc * LW * sw]), acc[kl][jr * PXW + jc]);
+                            for (int jc = 0; jc < PXW; ++jc)
+                                acc[kl][jr * PXW + jc] = fmaf(v, to_f(rp[jc * LW * sw]), acc[kl][jr * PXW + jc]);
+                        }
                     }
                 }
             }
+            sv_cur = sv_nxt;
+            sv_nxt = sv_nn;
+            en_cur = en_nxt;
         }
         __syncthreads(); /* every warp is done with the staged input (buffers are reused below / next n) */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

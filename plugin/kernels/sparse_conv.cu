@@ -61,8 +61,10 @@ struct TileLayout {
 struct SmemCfg { int tile, kw, ns, cl; };
 const SmemCfg kSmemCfgs[] = {{0, 4, 1, 1}, {0, 2, 1, 1}, {0, 1, 1, 1}, {1, 2, 1, 1}, {1, 1, 1, 1}, {1, 1, 4, 1},
                              {2, 2, 1, 1}, {2, 1, 2, 1}, {2, 1, 8, 1},
-                             {2, 1, 2, 8}, {2, 1, 2, 4}, {2, 2, 1, 8}, {1, 1, 1, 8}, {1, 2, 1, 4}};
+                             {2, 1, 2, 8}, {2, 1, 2, 4}, {2, 2, 1, 8}, {1, 1, 1, 8}, {1, 2, 1, 4},
+                             {2, 2, 1, 2}, {2, 2, 1, 4}};
 const int kSmemCfgCount = (int)(sizeof(kSmemCfgs) / sizeof(kSmemCfgs[0]));
+static_assert(sizeof(kSmemCfgs) / sizeof(kSmemCfgs[0]) <= 16, "tsc_plan::slay holds 16 smem layouts");
 const int kSmemBudget = 48 * 1024; /* staging double buffer per block (no opt-in needed) */
 const int kSmemMaxCC = 64;
 
@@ -691,8 +693,8 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
         gch_off.push_back((int)chunk_ids.size());
     }
     kseg.push_back((int)nks);
-    afrag.resize(afrag.size() + 32 * 4, 0u); /* a zero k-step past the end: the kernel loads one k-step ahead */
-    koff.resize(koff.size() + KWORDS, 0u);
+    afrag.resize(afrag.size() + 2 * 32 * 4, 0u); /* two zero k-steps past the end: the kernel loads two ahead */
+    koff.resize(koff.size() + 2 * KWORDS, 0u);
     L.dense_chunks = (long long)chunk_ids.size() == (long long)G * nch ? nch : 0;
     tsc_status st;
     L.bytes = 0;
