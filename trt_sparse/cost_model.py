@@ -32,12 +32,13 @@ from .reference import conv_output_size
 
 #: fitted coefficients per dtype: (sparse [s0..s3], dense [d0..d2]); see docs/PERFORMANCE.md
 COEFFS = {
-    "fp32": {"sparse": [2.2218, 0.481, 0.248, 0.1139, -0.1668], "dense": [-0.0233, 0.4656, -0.1224]},
-    "fp16": {"sparse": [3.9249, 0.3501, 0.4117, 0.0174, -0.3243], "dense": [-0.7379, 0.5008, -0.1889]},
+    "fp32": {"sparse": [2.2906, 0.4654, 0.2496, 0.1028, -0.175], "dense": [-0.018, 0.4644, -0.116]},
+    "fp16": {"sparse": [4.0566, 0.3714, 0.3987, -0.0231, -0.3427], "dense": [-0.7096, 0.5008, -0.1929]},
 }
 #: source of COEFFS (results files the fit came from; 128 cases per dtype, sparsity <= 0.99)
-FIT_SOURCE = ("bench/results/h200_round4_full.json + bench/results/h200_round4_sweep.json "
-              "(H200, cuDNN 9.19, torch 2.11; kernels with the tensor-core, smem, cluster and register-reuse variants)")
+FIT_SOURCE = ("bench/results/h200_round6_full.json + bench/results/h200_round5_sweep.json "
+              "(H200, cuDNN 9.19, torch 2.11; round-6 kernels for the full sweep, round-5 kernels for the sparsity "
+              "sweep: fp32 sparse times differ by 1.05-1.08x geomean between the two)")
 #: assumed slowdown of the generic kernel vs the register-tile kernel (not measured by the sweep)
 GENERIC_PENALTY = 3.0
 

@@ -192,12 +192,8 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p) 
         for (int i = cs0; i < cs1; ++i) {
             const int nk = k1n - k0n;
             const int kb = k0n + (nk * ws) / WS, ke = k0n + (nk * (ws + 1)) / WS;
-            /* two k-steps in flight (their loads are L2 hits, ~2 k-steps of latency); the layout ends with two
-             * zero k-steps, so loads up to two past a range stay in bounds */
-            mma_detail::KStep nx, nx2;
+            mma_detail::KStep nx; /* the layout ends with a zero k-step: loads one past a range stay in bounds */
             mma_detail::load_kstep<T>(p.afrag + (long long)kb * 32 + lane, p.koff + (long long)kb * KW + (lane & 3), &nx);
-            mma_detail::load_kstep<T>(p.afrag + (long long)(kb + 1) * 32 + lane,
-                                      p.koff + (long long)(kb + 1) * KW + (lane & 3), &nx2);
             if (i + 1 < cs1) { k0n = __ldg(p.kseg + (i + 1) * WG + wg); k1n = __ldg(p.kseg + (i + 1) * WG + wg + 1); }
             cp_wait_all();
             __syncthreads();
@@ -212,13 +208,12 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p) 
             unsigned bj[NT];
 #pragma unroll
             for (int j = 0; j < NT; ++j) bj[j] = sb + (unsigned)pb[j];
-            const uint4* ap = p.afrag + (long long)(kb + 2) * 32 + lane;        /* k-step after next: A fragment */
-            const unsigned* op = p.koff + (long long)(kb + 2) * KW + (lane & 3); /* and its offsets */
+            const uint4* ap = p.afrag + (long long)(kb + 1) * 32 + lane;        /* next k-step's A fragment */
+            const unsigned* op = p.koff + (long long)(kb + 1) * KW + (lane & 3); /* and its offsets */
 #pragma unroll(NT >= 8 ? 1 : 2)
             for (int ks = kb; ks < ke; ++ks) {
                 const mma_detail::KStep cur = nx;
-                nx = nx2;
-                mma_detail::load_kstep<T>(ap, op, &nx2);
+                mma_detail::load_kstep<T>(ap, op, &nx);
                 ap += 32;
                 op += KW;
 #pragma unroll

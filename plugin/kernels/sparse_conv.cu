@@ -693,8 +693,8 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
         gch_off.push_back((int)chunk_ids.size());
     }
     kseg.push_back((int)nks);
-    afrag.resize(afrag.size() + 2 * 32 * 4, 0u); /* two zero k-steps past the end: the kernel loads two ahead */
-    koff.resize(koff.size() + 2 * KWORDS, 0u);
+    afrag.resize(afrag.size() + 32 * 4, 0u); /* a zero k-step past the end: the kernel loads one k-step ahead */
+    koff.resize(koff.size() + KWORDS, 0u);
     L.dense_chunks = (long long)chunk_ids.size() == (long long)G * nch ? nch : 0;
     tsc_status st;
     L.bytes = 0;
