@@ -8,9 +8,11 @@
  * 4-byte copies or plain loads otherwise; plain loads below sm_80), one
  * __syncthreads per chunk. Nonzeros were re-laid out at plan creation per
  * (group, chunk, warp, channel of the warp) as (fp32 value, byte offset in the
- * staged chunk) lists: a warp walks its lists with warp-uniform loads and each
- * lane does, per nonzero, PXH address adds and PXH*PXW (LDS + FFMA) -- no decode,
- * no masks, no bounds checks. Lanes form a LW x (32/LW) grid; lane pixel (jr, jc)
+ * staged chunk) lists: a warp prefetches its list bounds two chunks and its first
+ * nonzeros one chunk ahead into registers (lane l holds nonzero l of a 32-batch),
+ * broadcasts each (value, offset) by two shuffles, and each lane does, per nonzero,
+ * PXH address adds and PXH*PXW (LDS + FFMA) -- no decode, no masks, no bounds
+ * checks, no list load in the dependency chain of the FMAs. Lanes form a LW x (32/LW) grid; lane pixel (jr, jc)
  * is at tile position (lane_row + jr*LH, lane_col + jc*LW), so consecutive lanes
  * read consecutive shared-memory words. Warps = slots x NS: with NS > 1 the NS
  * warps of a slot split its channels' nonzeros and reduce their partial sums in
