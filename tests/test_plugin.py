@@ -305,7 +305,7 @@ def _check_probe(proc, result, n_nodes):
     assert result["load_library"] and result["creator"] == "IPluginCreatorV3One"
     from_doc = ["plugin_version", "plugin_namespace", "format_version", "weight_shape", "strides", "pads",
                 "dilations", "activation", "clip_min", "clip_max", "weight_format", "row_offsets", "indices",
-                "values", "packed", "bias"]
+                "values", "packed", "bias", "allow_tf32"]
     assert sorted(result["declared_fields"]) == sorted(from_doc)
     assert result["parse_ok"], result["parse_errors"]
     assert result["sparse_nodes"] == n_nodes and len(result["plugin_layers"]) == n_nodes

@@ -559,7 +559,7 @@ static void runRefusals(Lib const& lib)
         declared.emplace_back(names->fields[i].name);
     char const* expected[] = {"plugin_version", "plugin_namespace", "format_version", "weight_shape", "strides", "pads",
         "dilations", "activation", "clip_min", "clip_max", "weight_format", "row_offsets", "indices", "values",
-        "packed", "bias"};
+        "packed", "bias", "allow_tf32"};
     for (char const* e : expected)
         CHECK(std::find(declared.begin(), declared.end(), e) != declared.end(), "getFieldNames lacks %s", e);
 }

@@ -234,7 +234,7 @@ int main()
     CHECK(creator != nullptr, "creator lookup by name/version/namespace");
     if (!creator)
         return 1;
-    CHECK(creator->getFieldNames()->nbFields == 16, "declared fields");
+    CHECK(creator->getFieldNames()->nbFields == 17, "declared fields");
     std::mt19937 rng(99);
     int idx = 0;
     for (auto const& c : defaultCases())
