@@ -175,6 +175,9 @@ def test_driver_cpu_stub(cpu_driver):
     cases = re.findall(r"^CASE .* (fp32|fp16) .* (OK|FAIL)$", proc.stdout, re.M)
     assert len(cases) >= 20 and all(ok == "OK" for _, ok in cases)
     assert {dt for dt, _ in cases} == {"fp32", "fp16"}
+    # every case also ran with allow_tf32 = 1 (fp32: the stand-in's TF32 variant for the tuned shape; fp16 ignores it)
+    maths = set(re.findall(r"^CASE .* (fp32|fp16) .* math=(fp32|tf32) ", proc.stdout, re.M))
+    assert maths == {("fp32", "fp32"), ("fp32", "tf32"), ("fp16", "fp32"), ("fp16", "tf32")}
     assert "live plans at exit: 0" in proc.stdout
     r = re.search(r"REFUSALS (\d+)/(\d+)", proc.stdout)
     assert r and r.group(1) == r.group(2)
@@ -185,6 +188,8 @@ def test_driver_cpu_stub(cpu_driver):
     for i in expectations:
         reason = lines[i + 1] if i + 1 < len(lines) else ""
         assert "ERROR" in reason and "field" in reason, (lines[i], reason)
+        if "allow_tf32" in lines[i]:  # a bad allow_tf32 (value, type, length, twice) is refused naming it
+            assert "field 'allow_tf32'" in reason, (lines[i], reason)
 
 
 def test_driver_cpu_no_device(cpu_driver):
@@ -225,7 +230,12 @@ def test_driver_v2_trt8_cpu_stub(version, sanitizer_ok, tmp_path):
     assert re.search(r"SUMMARY-V2 checks=\d+ failures=0 \(TensorRT {}".format(re.escape(version)), proc.stdout)
     cases = re.findall(r"^CASE-V2 .* (fp32|fp16) .* (OK|FAIL)$", proc.stdout, re.M)
     assert len(cases) >= 20 and all(ok == "OK" for _, ok in cases)
+    assert {m for m in re.findall(r"^CASE-V2 .* math=(fp32|tf32) ", proc.stdout, re.M)} == {"fp32", "tf32"}
     assert "checksum mismatch" in proc.stderr and "magic number" in proc.stderr
+    # forged (re-checksummed) version 3 blobs: refused with the reason
+    assert "(blob version 3) lacks the allow_tf32 flag" in proc.stderr
+    assert "(blob version 3) has flags 0x0000000b with unknown bits" in proc.stderr
+    assert "has blob version 4, this library reads versions 1 to 3" in proc.stderr
 
 
 # ------------------------------------------------------------------ compile matrix
