@@ -158,8 +158,8 @@ def _node_label(node):
 def allow_tf32_value(node):
     """0 or 1: the ``allow_tf32`` attribute of a SparseConv2d NodeProto (absent means 0).
 
-    Anything else -- another attribute type (the plugin reads an integer field) or a value other than
-    0 / 1 -- raises FormatError naming the node, as the plugin's creator would refuse it.
+    Anything but an INT attribute (the type docs/FORMAT.md specifies and the converter writes) of value
+    0 or 1 raises FormatError naming the node; the plugin's creator refuses every other value too.
     """
     for attr in node.attribute:
         if attr.name != ALLOW_TF32_ATTR:
