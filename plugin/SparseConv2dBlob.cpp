@@ -1,12 +1,16 @@
 /*
  * trt-sparse: the V2 (TensorRT 8.x) serialized blob of a SparseConv2d plugin:
- * magic "TSC1", blob version, configured dtype, geometry, the five arrays with their
- * counts, FNV-1a-64 checksum. The reader checks the remaining length before every read
- * and before any allocation, rejects trailing bytes, then validates the spec.
+ * magic "TSC1", blob version, configured dtype, [version 3: flags word], [tactic],
+ * geometry, the five arrays with their counts, FNV-1a-64 checksum. The version is the
+ * lowest that holds the plugin's state (1: plain, 2: + tactic, 3: allow_tf32 = 1, with or
+ * without a tactic), so blobs of layers without TF32 are byte-identical to older builds.
+ * The reader checks the remaining length before every read and before any allocation,
+ * rejects trailing bytes and unknown flags, then validates the spec.
  * C++14, no TensorRT / CUDA.
  */
 #include "SparseConv2dCore.h"
 
+#include <cstdio>
 #include <cstring>
 
 namespace trt_sparse
@@ -113,10 +117,10 @@ size_t serializedSize(ConvSpec const& s, Tactic const& tactic)
 
 size_t serializedSize(ConvSpec const& s)
 {
-    return 3 * sizeof(uint32_t) + kHeaderScalars * sizeof(int32_t) + 2 * sizeof(float) + 5 * sizeof(uint32_t)
-        + s.row_offsets.size() * sizeof(int32_t) + s.indices.size() * sizeof(int32_t)
-        + s.values.size() * sizeof(float) + s.packed.size() * sizeof(int32_t) + s.bias.size() * sizeof(float)
-        + kChecksumBytes;
+    return 3 * sizeof(uint32_t) + (s.allow_tf32 != 0 ? sizeof(uint32_t) : 0) + kHeaderScalars * sizeof(int32_t)
+        + 2 * sizeof(float) + 5 * sizeof(uint32_t) + s.row_offsets.size() * sizeof(int32_t)
+        + s.indices.size() * sizeof(int32_t) + s.values.size() * sizeof(float) + s.packed.size() * sizeof(int32_t)
+        + s.bias.size() * sizeof(float) + kChecksumBytes;
 }
 
 void serializeSpec(ConvSpec const& s, int32_t dtypeTag, void* buffer)
@@ -129,9 +133,14 @@ void serializeSpec(ConvSpec const& s, int32_t dtypeTag, Tactic const& tactic, vo
     unsigned char* const begin = static_cast<unsigned char*>(buffer);
     Writer w(begin);
     bool const withTactic = checkTactic(tactic);
+    bool const withFlags = s.allow_tf32 != 0;
     w.put<uint32_t>(kBlobMagic);
-    w.put<uint32_t>(withTactic ? kBlobVersionTactic : kBlobVersion);
+    w.put<uint32_t>(withFlags ? kBlobVersionFlags : (withTactic ? kBlobVersionTactic : kBlobVersion));
     w.put<int32_t>(dtypeTag);
+    if (withFlags)
+    {
+        w.put<uint32_t>(kBlobFlagAllowTf32 | (withTactic ? kBlobFlagTactic : 0U));
+    }
     if (withTactic)
     {
         int32_t const t[kTacticLength] = {tactic.id, tactic.n, tactic.h, tactic.w, tactic.dtype};
@@ -185,10 +194,10 @@ bool deserializeSpec(
         err = "serialized data does not start with the SparseConv2d magic number (not this plugin's data)";
         return false;
     }
-    if (version != kBlobVersion && version != kBlobVersionTactic)
+    if (version != kBlobVersion && version != kBlobVersionTactic && version != kBlobVersionFlags)
     {
         err = "serialized data has blob version " + std::to_string(version) + ", this library reads versions "
-            + std::to_string(kBlobVersion) + " and " + std::to_string(kBlobVersionTactic);
+            + std::to_string(kBlobVersion) + " to " + std::to_string(kBlobVersionFlags);
         return false;
     }
     size_t const body = length - kChecksumBytes;
@@ -204,8 +213,33 @@ bool deserializeSpec(
     int32_t tag = -1;
     int32_t scalars[kHeaderScalars];
     bool ok = r.get(tag);
+    uint32_t flags = 0;
+    if (ok && version == kBlobVersionFlags)
+    {
+        if (!r.get(flags))
+        {
+            err = "serialized data truncated (no flags word in a version 3 blob)";
+            return false;
+        }
+        if ((flags & ~(kBlobFlagAllowTf32 | kBlobFlagTactic)) != 0)
+        {
+            char hex[16];
+            std::snprintf(hex, sizeof(hex), "0x%08x", static_cast<unsigned>(flags));
+            err = std::string("serialized data (blob version 3) has flags ") + hex
+                + " with unknown bits (this library knows 0x1 allow_tf32 and 0x2 tactic)";
+            return false;
+        }
+        if ((flags & kBlobFlagAllowTf32) == 0)
+        {
+            err = "serialized data (blob version 3) lacks the allow_tf32 flag (layers without it are written as "
+                  "version 1 or 2)";
+            return false;
+        }
+        s.allow_tf32 = 1;
+    }
+    bool const hasTactic = version == kBlobVersionTactic || (flags & kBlobFlagTactic) != 0;
     Tactic tactic;
-    if (version == kBlobVersionTactic)
+    if (hasTactic)
     {
         ok = ok && r.get(tactic.id) && r.get(tactic.n) && r.get(tactic.h) && r.get(tactic.w) && r.get(tactic.dtype);
     }
@@ -231,7 +265,7 @@ bool deserializeSpec(
         err = "serialized data has an unknown data type tag " + std::to_string(tag);
         return false;
     }
-    if (version == kBlobVersionTactic && !checkTactic(tactic))
+    if (hasTactic && !checkTactic(tactic))
     {
         err = "serialized data has an invalid tactic (id " + std::to_string(tactic.id) + ")";
         return false;

@@ -333,6 +333,11 @@ bool validateSpec(ConvSpec const& s, std::string& err)
             }
         }
     }
+    if (s.allow_tf32 != 0 && s.allow_tf32 != 1)
+    {
+        err = "field 'allow_tf32' = " + std::to_string(s.allow_tf32) + " is not 0 (exact fp32) or 1 (TF32 allowed)";
+        return false;
+    }
     if (!s.bias.empty())
     {
         if (static_cast<int64_t>(s.bias.size()) != s.K)
@@ -376,7 +381,8 @@ std::string describeSpec(ConvSpec const& s)
     o << "K=" << s.K << " C=" << s.C << " " << s.R << "x" << s.S << " stride=" << s.stride_h << "x" << s.stride_w
       << " pads=" << s.pad_top << "," << s.pad_left << "," << s.pad_bottom << "," << s.pad_right
       << " dil=" << s.dilation_h << "x" << s.dilation_w << " act=" << s.activation << " nnz=" << s.nnz()
-      << (s.weight_format == 1 ? " packed32" : " exact") << (s.bias.empty() ? "" : " bias");
+      << (s.weight_format == 1 ? " packed32" : " exact") << (s.bias.empty() ? "" : " bias")
+      << (s.allow_tf32 == 1 ? " tf32" : "");
     return o.str();
 }
 

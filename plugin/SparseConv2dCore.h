@@ -28,6 +28,9 @@ constexpr int32_t kFormatVersion = 1;      // docs/FORMAT.md
 constexpr uint32_t kBlobMagic = 0x31435354U; // "TSC1" little-endian
 constexpr uint32_t kBlobVersion = 1U;       // blobs without a tactic (read and written)
 constexpr uint32_t kBlobVersionTactic = 2U; // blobs with a tactic after the dtype tag (read and written)
+constexpr uint32_t kBlobVersionFlags = 3U;  // blobs with allow_tf32 = 1: a flags word after the dtype tag
+constexpr uint32_t kBlobFlagAllowTf32 = 1U; // version 3 flags: allow_tf32 = 1 (always set in version 3)
+constexpr uint32_t kBlobFlagTactic = 2U;    // version 3 flags: a tactic (5 int32) follows the flags word
 constexpr int64_t kPacked32MaxIndex = 65536;
 
 // Numeric values of nvinfer1::PluginFieldType (identical in TensorRT 8.x .. 11.x).
@@ -93,6 +96,9 @@ struct ConvSpec
     std::vector<float> values;        // exact: nnz
     std::vector<int32_t> packed;      // packed32: nnz words (uint32 reinterpreted)
     std::vector<float> bias;          // K or empty (zero bias)
+    // Math mode (optional field "allow_tf32", default 0): 1 lets fp32 plans also run the kernels' TF32
+    // tensor-core variants (tsc_plan_set_math; ~1e-3 relative error); no effect on fp16 plans.
+    int32_t allow_tf32{0};
 
     int64_t nnz() const { return row_offsets.empty() ? 0 : row_offsets.back(); }
     int64_t crs() const { return static_cast<int64_t>(C) * R * S; }
@@ -136,18 +142,21 @@ struct FieldScratch
 };
 
 // Field views (pointing into spec and scratch) for IPluginV3OneRuntime::getFieldsToSerialize;
-// the same set and types parseFields reads (strings are not included).
+// the same set and types parseFields reads (strings are not included; "allow_tf32" only when it
+// is 1, so the fields of a default layer are those of builds before the field existed).
 std::vector<FieldView> specToFields(ConvSpec const& spec, FieldScratch& scratch);
 
-// ---- V2 binary blob: magic, version, dtype tag, [tactic: 5 int32, version 2 only], geometry,
-// arrays, FNV-1a checksum. Version 1 is written when there is no valid tactic (byte-identical to
-// older builds), version 2 with one; both are read. ----
+// ---- V2 binary blob: magic, version, dtype tag, [version 3: flags word], [tactic: 5 int32, version 2,
+// or version 3 with kBlobFlagTactic], geometry, arrays, FNV-1a checksum. allow_tf32 = 0: version 1
+// without a valid tactic, version 2 with one (both byte-identical to older builds); allow_tf32 = 1:
+// version 3 (flags kBlobFlagAllowTf32 [| kBlobFlagTactic]). All three are read. ----
 size_t serializedSize(ConvSpec const& spec);
 size_t serializedSize(ConvSpec const& spec, Tactic const& tactic);
 // Writes exactly serializedSize(spec[, tactic]) bytes. dtypeTag: -1 unknown, else the configured tsc_dtype.
 void serializeSpec(ConvSpec const& spec, int32_t dtypeTag, void* buffer);
 void serializeSpec(ConvSpec const& spec, int32_t dtypeTag, Tactic const& tactic, void* buffer);
-// Bounds-checked: never reads past data+length; validates the result (a version 2 tactic too).
+// Bounds-checked: never reads past data+length; validates the result (the tactic and version 3
+// flags too: unknown flag bits, or version 3 without kBlobFlagAllowTf32, are rejected).
 bool deserializeSpec(void const* data, size_t length, ConvSpec& spec, int32_t& dtypeTag, std::string& err);
 bool deserializeSpec(
     void const* data, size_t length, ConvSpec& spec, int32_t& dtypeTag, Tactic& tactic, std::string& err);
@@ -167,7 +176,7 @@ bool outputDims(ConvSpec const& spec, int64_t H, int64_t W, int64_t& P, int64_t&
 float halfBitsToFloat(uint16_t bits);
 void decodeWeights(ConvSpec const& spec, std::vector<int32_t>& indices, std::vector<float>& values);
 
-// Short description ("K=64 C=64 3x3 s1 nnz=... packed32") for log lines.
+// Short description ("K=64 C=64 3x3 s1 nnz=... packed32 [bias] [tf32]") for log lines.
 std::string describeSpec(ConvSpec const& spec);
 
 } // namespace trt_sparse

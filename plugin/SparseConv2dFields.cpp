@@ -33,6 +33,7 @@ char const* const kFIndices = "indices";
 char const* const kFValues = "values";
 char const* const kFPacked = "packed";
 char const* const kFBias = "bias";
+char const* const kFAllowTf32 = "allow_tf32";
 
 char const* typeName(int32_t type)
 {
@@ -289,6 +290,7 @@ std::vector<FieldDecl> const& fieldDecls()
         {kFValues, FieldType::kFLOAT32, 0},
         {kFPacked, FieldType::kINT32, 0},
         {kFBias, FieldType::kFLOAT32, 0},
+        {kFAllowTf32, FieldType::kINT32, 1},
     };
     return decls;
 }
@@ -447,6 +449,20 @@ bool parseFields(FieldView const* fields, int32_t nbFields, ConvSpec& out, std::
             ok = floatArray(f, s.values, err);
             haveValues = ok;
         }
+        else if (name == kFAllowTf32)
+        {
+            std::vector<int64_t> v;
+            ok = readInts(f, v, err) && lengthIs(f, 1, err);
+            if (ok && v[0] != 0 && v[0] != 1)
+            {
+                err = quoted(f.name) + " = " + std::to_string(v[0]) + " is not 0 (exact fp32) or 1 (TF32 allowed)";
+                ok = false;
+            }
+            if (ok)
+            {
+                s.allow_tf32 = static_cast<int32_t>(v[0]);
+            }
+        }
         else if (name == kFBias)
         {
             ok = floatArray(f, s.bias, err);
@@ -542,6 +558,10 @@ std::vector<FieldView> specToFields(ConvSpec const& s, FieldScratch& x)
     if (!s.bias.empty())
     {
         f.push_back(arr(kFBias, s.bias.data(), s.bias.size(), FieldType::kFLOAT32));
+    }
+    if (s.allow_tf32 != 0) // only when set: a default layer serializes the fields of earlier builds
+    {
+        f.push_back(FieldView{kFAllowTf32, &s.allow_tf32, static_cast<int32_t>(FieldType::kINT32), 1});
     }
     return f;
 }

@@ -91,6 +91,18 @@ std::shared_ptr<KernelPlan const> KernelPlan::create(
         tsc_plan_destroy(plan);
         return nullptr;
     }
+    // allow_tf32: fp32 plans may also run the TF32 tensor-core variants. Set before anything tunes or
+    // applies a stored choice (a TF32 tactic is refused by a plan without it); fp16 plans ignore it.
+    if (spec.allow_tf32 != 0 && dtype == TSC_FLOAT32)
+    {
+        status = tsc_plan_set_math(plan, TSC_MATH_ALLOW_TF32);
+        if (status != TSC_OK)
+        {
+            err = tscError("tsc_plan_set_math", status);
+            tsc_plan_destroy(plan);
+            return nullptr;
+        }
+    }
     return std::shared_ptr<KernelPlan const>(new KernelPlan(plan, dtype));
 }
 

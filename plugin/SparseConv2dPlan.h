@@ -25,7 +25,8 @@ namespace trt_sparse
 class KernelPlan
 {
 public:
-    // Decodes packed32 words to fp32 on the host and calls tsc_plan_create.
+    // Decodes packed32 words to fp32 on the host and calls tsc_plan_create; for an fp32 plan of a
+    // spec with allow_tf32 = 1 also tsc_plan_set_math(TSC_MATH_ALLOW_TF32) (fp16 plans: nothing).
     static std::shared_ptr<KernelPlan const> create(
         ConvSpec const& spec, tsc_dtype dtype, tsc_status& status, std::string& err);
     ~KernelPlan();

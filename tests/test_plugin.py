@@ -118,8 +118,12 @@ def test_fuzz_deserialize_under_asan(fuzzer):
     c = _fuzz_counts(proc.stdout)
     assert c["total"] >= 100000 and c["errors"] == 0
     # every category really ran, and the re-checksummed mutations reached the parser
-    for key in ("valid", "truncated", "bitflip", "fixedsum", "lengths", "random", "fields", "fieldmut"):
+    for key in ("valid", "truncated", "bitflip", "fixedsum", "lengths", "flags", "random", "fields", "fieldmut"):
         assert c[key] > 0, key
+    # about a third of the valid blobs are version 3 (allow_tf32 = 1); forged flags/version words are never
+    # accepted unless they re-serialize to the same bytes (checked inside the fuzzer)
+    v3 = int(re.search(r"valid=\d+ \(v3 (\d+)\)", proc.stdout).group(1))
+    assert 0.2 * c["valid"] < v3 < 0.5 * c["valid"]
     # re-checksummed mutations reached the structural checks: some were rejected there, some
     # (e.g. a changed weight value) are valid blobs that must be accepted and re-serialize identically
     acc = int(re.search(r"fixedsum=\d+ \(accepted (\d+)\)", proc.stdout).group(1))
@@ -131,6 +135,27 @@ def test_fuzz_other_seed_short(fuzzer):
     proc = _run([fuzzer, "--iterations", "1500", "--seed", "7"], timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert _fuzz_counts(proc.stdout)["errors"] == 0
+
+
+# ------------------------------------------------------------------ golden blobs
+def test_golden_blobs(sanitizer_ok, tmp_path):
+    """V2 blobs written before allow_tf32 (versions 1 and 2, commit 0d3a3b1) still load and are still written
+    byte-identically; version 3 (allow_tf32 = 1) is pinned and its corruptions are refused with a reason; the V3
+    fields of a layer without TF32 are those of earlier builds; a bad allow_tf32 field is refused naming it."""
+    exe = str(tmp_path / "blob_golden")
+    _compile([sanitizer_ok, "-std=c++14", "-g", "-O1"] + SAN + WARN + ["-I" + PLUGIN,
+             os.path.join(CPP, "blob_golden.cpp")] + [os.path.join(PLUGIN, s) for s in CPU_CORE] + ["-o", exe],
+             "blob_golden")
+    proc = _run([exe])
+    assert "AddressSanitizer" not in proc.stderr and "runtime error" not in proc.stderr, proc.stderr[-4000:]
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    m = re.search(r"GOLDEN-SUMMARY checks=(\d+) failures=(\d+)", proc.stdout)
+    assert m and int(m.group(1)) >= 40 and m.group(2) == "0"
+    for what in ("v1 exact (0d3a3b1)", "v2 packed32 + tactic (0d3a3b1)"):
+        assert "GOLDEN ok   {}: deserializes".format(what) in proc.stdout
+        assert "GOLDEN ok   {}: this build serializes the same state to the same bytes".format(what) in proc.stdout
+    refusals = re.findall(r"^GOLDEN-REFUSED (.*?): (.*)$", proc.stdout, re.M)
+    assert len(refusals) >= 15 and all(reason != "(accepted)" for _, reason in refusals)
 
 
 # ------------------------------------------------------------------ CPU driver
@@ -175,6 +200,9 @@ def test_driver_cpu_stub(cpu_driver):
     cases = re.findall(r"^CASE .* (fp32|fp16) .* (OK|FAIL)$", proc.stdout, re.M)
     assert len(cases) >= 20 and all(ok == "OK" for _, ok in cases)
     assert {dt for dt, _ in cases} == {"fp32", "fp16"}
+    # every case also ran with allow_tf32 = 1 (fp32: the stand-in's TF32 variant for the tuned shape; fp16 ignores it)
+    maths = set(re.findall(r"^CASE .* (fp32|fp16) .* math=(fp32|tf32) ", proc.stdout, re.M))
+    assert maths == {("fp32", "fp32"), ("fp32", "tf32"), ("fp16", "fp32"), ("fp16", "tf32")}
     assert "live plans at exit: 0" in proc.stdout
     r = re.search(r"REFUSALS (\d+)/(\d+)", proc.stdout)
     assert r and r.group(1) == r.group(2)
@@ -185,6 +213,8 @@ def test_driver_cpu_stub(cpu_driver):
     for i in expectations:
         reason = lines[i + 1] if i + 1 < len(lines) else ""
         assert "ERROR" in reason and "field" in reason, (lines[i], reason)
+        if "allow_tf32" in lines[i]:  # a bad allow_tf32 (value, type, length, twice) is refused naming it
+            assert "field 'allow_tf32'" in reason, (lines[i], reason)
 
 
 def test_driver_cpu_no_device(cpu_driver):
@@ -225,7 +255,12 @@ def test_driver_v2_trt8_cpu_stub(version, sanitizer_ok, tmp_path):
     assert re.search(r"SUMMARY-V2 checks=\d+ failures=0 \(TensorRT {}".format(re.escape(version)), proc.stdout)
     cases = re.findall(r"^CASE-V2 .* (fp32|fp16) .* (OK|FAIL)$", proc.stdout, re.M)
     assert len(cases) >= 20 and all(ok == "OK" for _, ok in cases)
+    assert {m for m in re.findall(r"^CASE-V2 .* math=(fp32|tf32) ", proc.stdout, re.M)} == {"fp32", "tf32"}
     assert "checksum mismatch" in proc.stderr and "magic number" in proc.stderr
+    # forged (re-checksummed) version 3 blobs: refused with the reason
+    assert "(blob version 3) lacks the allow_tf32 flag" in proc.stderr
+    assert "(blob version 3) has flags 0x0000000b with unknown bits" in proc.stderr
+    assert "has blob version 4, this library reads versions 1 to 3" in proc.stderr
 
 
 # ------------------------------------------------------------------ compile matrix
@@ -305,7 +340,7 @@ def _check_probe(proc, result, n_nodes):
     assert result["load_library"] and result["creator"] == "IPluginCreatorV3One"
     from_doc = ["plugin_version", "plugin_namespace", "format_version", "weight_shape", "strides", "pads",
                 "dilations", "activation", "clip_min", "clip_max", "weight_format", "row_offsets", "indices",
-                "values", "packed", "bias"]
+                "values", "packed", "bias", "allow_tf32"]
     assert sorted(result["declared_fields"]) == sorted(from_doc)
     assert result["parse_ok"], result["parse_errors"]
     assert result["sparse_nodes"] == n_nodes and len(result["plugin_layers"]) == n_nodes

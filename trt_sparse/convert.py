@@ -27,7 +27,7 @@ from onnx import helper
 
 from . import format as fmt
 from .errors import FormatError, TrtSparseError, UnsupportedError
-from .onnx_io import conv_params, tensor_shapes
+from .onnx_io import ALLOW_TF32_ATTR, conv_params, tensor_shapes
 
 PLUGIN_OP = "SparseConv2d"
 PLUGIN_DOMAIN = "trt_sparse"
@@ -49,7 +49,7 @@ class LayerReport(object):
     FIELDS = (
         "name", "weight_shape", "input_hw", "strides", "pads", "dilations", "group", "dtype",
         "nnz", "sparsity", "decision", "reason", "fused", "activation", "weight_format", "dense_bytes", "packed_bytes",
-        "predicted_speedup", "packed32_max_abs_err", "packed32_max_rel_err",
+        "predicted_speedup", "packed32_max_abs_err", "packed32_max_rel_err", "allow_tf32",
     )
 
     def __init__(self, name, **kw):
@@ -98,13 +98,15 @@ class ConvertResult(object):
             ("weight_bytes_before", before),
             ("weight_bytes_after", after),
             ("weight_bytes_ratio", (after / float(before)) if before else None),
+            ("tf32_layers", sum(1 for layer in self.converted if layer.allow_tf32)),
         ])
 
 
 class ConvertOptions(object):
     """Options of :func:`convert_model` (CLI flags of ``trt-sparse convert``)."""
 
-    def __init__(self, policy=None, weights="auto", fuse=True, input_shapes=None, batch=1, exclude=()):
+    def __init__(self, policy=None, weights="auto", fuse=True, input_shapes=None, batch=1, exclude=(),
+                 allow_tf32=False):
         from .policy import ThresholdPolicy
 
         if weights not in WEIGHT_CHOICES:
@@ -115,6 +117,9 @@ class ConvertOptions(object):
         self.input_shapes = dict(input_shapes or {})
         self.batch = int(batch)
         self.exclude = tuple(exclude or ())
+        #: write allow_tf32 = 1 on the SparseConv2d nodes of fp32 layers (the plugin may then run them with
+        #: TF32 tensor-core math, ~1e-3 relative error); False (default) writes nothing: exact fp32
+        self.allow_tf32 = bool(allow_tf32)
 
     def excluded(self, name):
         """The --exclude pattern matching layer ``name`` (fnmatch), or None."""
@@ -128,7 +133,7 @@ class ConvertOptions(object):
         return collections.OrderedDict([
             ("policy", self.policy.describe()), ("weights", self.weights), ("fuse", self.fuse),
             ("input_shapes", {k: list(v) for k, v in self.input_shapes.items()}), ("batch", self.batch),
-            ("exclude", list(self.exclude)),
+            ("exclude", list(self.exclude)), ("allow_tf32", self.allow_tf32),
         ])
 
 
@@ -247,6 +252,7 @@ class _Plan(object):
         self.activation = ACT_NONE
         self.clip = (0.0, 6.0)
         self.fused = []
+        self.fp32 = True  # the Conv's type T (weight and input) is float32
 
 
 def _bn_fold(bn, weight, bias):
@@ -393,6 +399,7 @@ def _analyze(conv, graph_outputs, shapes, options):
 
     plan = _Plan()
     plan.params = params
+    plan.fp32 = weight.dtype == np.float32  # ONNX Conv: X and W share T (X's dtype may be unknown here)
     plan.remove.append(conv)
     w64, b64 = weight, bias
     if options.fuse:
@@ -423,8 +430,8 @@ def packed32_is_lossless(weight):
         return bool(np.array_equal(w.astype(np.float16).astype(np.float32), w))
 
 
-def _plugin_attrs(sw, params, plan):
-    """OrderedDict of the SparseConv2d attributes (docs/FORMAT.md)."""
+def _plugin_attrs(sw, params, plan, allow_tf32=False):
+    """OrderedDict of the SparseConv2d attributes (docs/FORMAT.md); ``allow_tf32`` only when set."""
     arrays = fmt.to_arrays(sw)
     attrs = collections.OrderedDict()
     attrs["plugin_version"] = PLUGIN_VERSION
@@ -438,6 +445,8 @@ def _plugin_attrs(sw, params, plan):
     attrs["clip_min"] = float(plan.clip[0])
     attrs["clip_max"] = float(plan.clip[1])
     attrs["weight_format"] = 0 if sw.mode == "exact" else 1
+    if allow_tf32:
+        attrs[ALLOW_TF32_ATTR] = 1
     base = plan.remove[0].name
     for key in ("row_offsets", "indices", "values", "packed"):
         if key in arrays:
@@ -546,9 +555,11 @@ def convert_model(model, options=None, progress=None):
             rep.packed32_max_abs_err, rep.packed32_max_rel_err = fmt.packed32_rounding_error(plan.weight)
         rep.packed_bytes = int(sw.packed_bytes())
         rep.decision, rep.reason = "sparse", reason
+        # TF32 only where asked for and where it means something: fp32 layers (fp16 plans ignore it)
+        rep.allow_tf32 = options.allow_tf32 and plan.fp32
         for n in plan.remove:
             claimed.add(id(n))
-        replaced[id(plan.remove[0])] = (plan, sw)
+        replaced[id(plan.remove[0])] = (plan, sw, rep.allow_tf32)
     dropped = _rewrite(graph, replaced)
     out = _export(graph, model, dropped)
     return ConvertResult(out, layers, options, time.time() - t0)
@@ -582,7 +593,7 @@ def _rewrite(graph, replaced):
         if entry is None:
             new_nodes.append(node)
             continue
-        plan, sw = entry
+        plan, sw, allow_tf32 = entry
         x = node.inputs[0]
         out = plan.output
         for n in plan.remove:
@@ -592,7 +603,7 @@ def _rewrite(graph, replaced):
             n.inputs.clear()
             n.outputs.clear()
         sparse = gs.Node(op=PLUGIN_OP, name=node.name, domain=PLUGIN_DOMAIN,
-                         attrs=_plugin_attrs(sw, plan.params, plan), inputs=[x], outputs=[out])
+                         attrs=_plugin_attrs(sw, plan.params, plan, allow_tf32), inputs=[x], outputs=[out])
         new_nodes.append(sparse)
     graph_outputs = {t.name for t in graph.outputs}
     kept = []

@@ -321,6 +321,13 @@ def _count_plugin_nodes(model):
     return sum(1 for n in model.graph.node if n.op_type == PLUGIN_NAME)
 
 
+def _count_tf32_nodes(model):
+    """SparseConv2d nodes with allow_tf32 = 1 (validated: a value the plugin refuses raises, naming the node)."""
+    from .onnx_io import tf32_layers
+
+    return len(tf32_layers(model, PLUGIN_NAME))
+
+
 def _needs_child_process(trt, plugin_lib):
     return plugin_lib is not None and trt_loader.flavour(trt) == "tensorrt-rtx" and trt_loader.rtx_needs_reexec(trt)
 
@@ -373,6 +380,7 @@ def build_engine(onnx_path, plugin_lib=None, precision="fp32", shapes=None, work
             raise TrtSparseError("refusing to overwrite the input model {} with the engine".format(onnx_path))
     model = load_model(onnx_path, load_external_data=False)
     n_plugin = _count_plugin_nodes(model)
+    n_tf32 = _count_tf32_nodes(model)
     if plugin_lib is None and n_plugin:
         plugin_lib = trt_loader.find_plugin_library()
         if plugin_lib is None:
@@ -493,7 +501,7 @@ def build_engine(onnx_path, plugin_lib=None, precision="fp32", shapes=None, work
         ("host", platform.node()),
         ("tensorrt", {"flavour": flavour, "version": str(trt.__version__), "module": trt.__name__}),
         ("onnx", {"path": os.path.abspath(onnx_path), "sha256": trt_loader.file_sha256(onnx_path),
-                  "sparse_conv_nodes": n_plugin}),
+                  "sparse_conv_nodes": n_plugin, "allow_tf32_nodes": n_tf32}),
         ("precision", precision),
         ("strongly_typed", bool(strongly_typed)),
         ("tf32", bool(tf32)),

@@ -7,6 +7,8 @@
   strides / pads (top, left, bottom, right) / dilations / group (``auto_pad``
   included).
 * :func:`constant_value` -- the numpy value of an initializer or Constant output.
+* :func:`allow_tf32_value` / :func:`tf32_layers` -- the optional ``allow_tf32``
+  attribute of ``SparseConv2d`` nodes (0 or 1, docs/FORMAT.md), validated.
 """
 import os
 import shutil
@@ -17,7 +19,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from .errors import TrtSparseError, UnsupportedError
+from .errors import FormatError, TrtSparseError, UnsupportedError
 
 #: A Conv node's geometry; pads are (top, left, bottom, right) as in ONNX.
 ConvParams = namedtuple("ConvParams", "name weight_shape strides pads dilations group")
@@ -141,6 +143,41 @@ def node_attributes(node):
             val = numpy_helper.to_array(val)
         out[attr.name] = val
     return out
+
+
+#: Optional INT attribute of a SparseConv2d node: 1 lets the plugin run fp32 layers with the kernels'
+#: TF32 tensor-core variants (docs/FORMAT.md); absent or 0 keeps exact fp32 math.
+ALLOW_TF32_ATTR = "allow_tf32"
+
+
+def _node_label(node):
+    return "{} {}".format(node.op_type or "node", node.name or "(output {})".format(
+        node.output[0] if node.output else "?"))
+
+
+def allow_tf32_value(node):
+    """0 or 1: the ``allow_tf32`` attribute of a SparseConv2d NodeProto (absent means 0).
+
+    Anything but an INT attribute (the type docs/FORMAT.md specifies and the converter writes) of value
+    0 or 1 raises FormatError naming the node; the plugin's creator refuses every other value too.
+    """
+    for attr in node.attribute:
+        if attr.name != ALLOW_TF32_ATTR:
+            continue
+        if attr.type != onnx.AttributeProto.INT:
+            raise FormatError("{}: attribute {} must be an INT (0 or 1), got {}".format(
+                _node_label(node), ALLOW_TF32_ATTR, onnx.AttributeProto.AttributeType.Name(attr.type)))
+        if attr.i not in (0, 1):
+            raise FormatError("{}: attribute {} = {} is not 0 (exact fp32) or 1 (TF32 allowed)".format(
+                _node_label(node), ALLOW_TF32_ATTR, attr.i))
+        return int(attr.i)
+    return 0
+
+
+def tf32_layers(model, op_type="SparseConv2d"):
+    """Names of the main graph's ``op_type`` nodes with allow_tf32 = 1 (every such node validated)."""
+    graph = model.graph if isinstance(model, onnx.ModelProto) else model
+    return [n.name for n in graph.node if n.op_type == op_type and allow_tf32_value(n) == 1]
 
 
 def _ints(node_name, attrs, key, length, default, minimum):

@@ -38,7 +38,7 @@ def rows(result):
             str(layer.nnz) if layer.nnz is not None else "-",
             layer.decision,
             "+".join(layer.fused) if layer.converted and layer.fused else "-",
-            (layer.weight_format or "-") if layer.converted else "-",
+            ((layer.weight_format or "-") + ("+tf32" if layer.allow_tf32 else "")) if layer.converted else "-",
             str(layer.packed_bytes) if layer.converted else "-",
             "{:.2f}".format(layer.predicted_speedup) if layer.predicted_speedup is not None else "-",
             layer.reason or "",
@@ -61,6 +61,9 @@ def totals_line(result):
     if errs:
         rel = max(layer.packed32_max_rel_err for layer in result.converted if layer.packed32_max_rel_err is not None)
         line += "; packed32 weight rounding: max abs {:.3g}, max rel {:.3g}".format(max(errs), rel)
+    if result.options.allow_tf32:
+        line += "; TF32 allowed on {} of {} converted layers (fp32 layers only)".format(
+            t["tf32_layers"], t["converted"])
     return line
 
 

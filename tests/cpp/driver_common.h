@@ -343,6 +343,30 @@ inline void fillFields(Case const& c, Weights const& w, FieldSet& fs, bool nulSt
         fs.floats("bias", w.bias);
 }
 
+// Output tolerances (relative L2 vs float64): fp16 I/O, fp32 I/O, fp32 I/O with TF32 math allowed
+// (10-bit mantissa products, fp32 accumulation; tests/test_kernels_gpu.py uses the same 3e-3).
+constexpr double kTolFp16 = 2e-3;
+constexpr double kTolFp32 = 1e-5;
+constexpr double kTolTf32 = 3e-3;
+// Variant ids of the CPU stand-in (tests/cpp/tsc_cpu_stub.cpp): what its tuning "picks" without and
+// with TF32 allowed (the latter only for fp32 plans whose math was set first).
+constexpr int32_t kStubTunedId = 2;
+constexpr int32_t kStubTf32Id = 5;
+
+// The serialized value of an int field (e.g. "allow_tf32"): false if absent or not one kINT32.
+inline bool findIntField(nv::PluginFieldCollection const* fc, char const* name, int32_t& out)
+{
+    for (int32_t i = 0; fc != nullptr && i < fc->nbFields; ++i)
+        if (fc->fields[i].name != nullptr && std::strcmp(fc->fields[i].name, name) == 0)
+        {
+            if (fc->fields[i].type != nv::PluginFieldType::kINT32 || fc->fields[i].length != 1)
+                return false;
+            std::memcpy(&out, fc->fields[i].data, sizeof(out));
+            return true;
+        }
+    return false;
+}
+
 // A 4-D nvinfer1::Dims.
 inline nv::Dims dims4(int64_t a, int64_t b, int64_t c, int64_t d)
 {

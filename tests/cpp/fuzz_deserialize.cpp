@@ -4,12 +4,17 @@
  * out-of-bounds read or UB aborts the run.
  *
  * Inputs (per iteration, counted separately):
- *   valid       random valid specs: serialize -> deserialize must succeed and re-serialize identically
+ *   valid       random valid specs (a third with allow_tf32 = 1: blob version 3): serialize -> deserialize
+ *               must succeed and re-serialize identically; the same spec without allow_tf32 must give a
+ *               version 1 / 2 blob that round-trips too
  *   truncated   every kind of prefix of a valid blob: must be rejected
  *   bitflip     1..8 flipped bits: must be rejected (checksum) unless the bytes are unchanged
  *   fixedsum    byte/bit mutations with the checksum recomputed (reaches the structural parser):
  *               rejected, or accepted only if the result is valid and re-serializes to the same bytes
  *   lengths     array-count fields set to huge / off-by-one values (checksum recomputed): rejected
+ *   flags       version 3 blobs with a bad flags word (no allow_tf32 bit, unknown bits) or a version
+ *               word changed between 1, 2 and 3 (checksum recomputed): rejected, or accepted only as
+ *               a valid blob that re-serializes to the same bytes
  *   random      random bytes (half of them with a correct magic/version/checksum frame)
  *   fields      random TensorRT-like field collections (names, types, lengths, contents)
  *   fieldmut    valid field collections with one field's type/length/contents mutated
@@ -17,6 +22,7 @@
  */
 #include "SparseConv2dCore.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -96,10 +102,11 @@ ConvSpec randomSpec()
     if (rnd(2))
         for (int32_t k = 0; k < s.K; ++k)
             s.bias.push_back(uni(rng));
+    s.allow_tf32 = rnd(3) == 0 ? 1 : 0;
     return s;
 }
 
-// Blob version 1 without a (valid) tactic, version 2 with one.
+// Blob version 1 without a (valid) tactic, version 2 with one; version 3 when allow_tf32 = 1.
 std::vector<unsigned char> blobOf(ConvSpec const& s, int32_t tag, Tactic const& tactic = Tactic())
 {
     std::vector<unsigned char> b(serializedSize(s, tactic));
@@ -214,11 +221,11 @@ int main(int argc, char** argv)
     }
     rng.seed(seed);
     setLogSink(&silentSink); // unknown-field warnings would flood the output
-    long nValid = 0, nTrunc = 0, nFlip = 0, nFixed = 0, nFixedAccepted = 0, nLen = 0, nRandom = 0, nFields = 0,
-         nFieldsAccepted = 0, nFieldMut = 0, nFieldMutAccepted = 0;
+    long nValid = 0, nValidV3 = 0, nTrunc = 0, nFlip = 0, nFixed = 0, nFixedAccepted = 0, nLen = 0, nFlags = 0,
+         nFlagsAccepted = 0, nRandom = 0, nFields = 0, nFieldsAccepted = 0, nFieldMut = 0, nFieldMutAccepted = 0;
     std::vector<std::string> const names = {"plugin_version", "plugin_namespace", "format_version", "weight_shape",
         "strides", "pads", "dilations", "activation", "clip_min", "clip_max", "weight_format", "row_offsets", "indices",
-        "values", "packed", "bias", "unknown_field", "", "tactic"};
+        "values", "packed", "bias", "unknown_field", "", "tactic", "allow_tf32"};
 
     for (long it = 0; it < iterations; ++it)
     {
@@ -234,6 +241,7 @@ int main(int argc, char** argv)
             tactic.dtype = static_cast<int32_t>(rnd(2));
         }
         std::vector<unsigned char> const blob = blobOf(s, tag, tactic);
+        size_t const flagsBytes = s.allow_tf32 != 0 ? 4 : 0;
         size_t const tacticBytes = tactic.valid() ? kTacticLength * 4 : 0;
         ConvSpec out;
         int32_t outTag = -2;
@@ -241,14 +249,33 @@ int main(int argc, char** argv)
 
         // valid round trip (also through the field path: what V3 getFieldsToSerialize feeds back)
         ++nValid;
+        {
+            uint32_t version = 0;
+            std::memcpy(&version, &blob[4], 4);
+            uint32_t const expected = s.allow_tf32 ? kBlobVersionFlags : (tactic.valid() ? kBlobVersionTactic : kBlobVersion);
+            if (version != expected)
+                fail("valid-version", "blob version " + std::to_string(version) + ", expected " + std::to_string(expected));
+            nValidV3 += version == kBlobVersionFlags;
+        }
         if (!tryBlob(blob, out, outTag, err) || outTag != tag || blobOf(out, tag, gLastTactic) != blob
-            || gLastTactic.valid() != tactic.valid() || (tactic.valid() && gLastTactic.id != tactic.id))
+            || out.allow_tf32 != s.allow_tf32 || gLastTactic.valid() != tactic.valid()
+            || (tactic.valid() && gLastTactic.id != tactic.id))
             fail("valid", err);
         {
-            // the version 1 reader path of the same spec (no tactic) still round-trips
-            std::vector<unsigned char> const v1 = blobOf(s, tag);
-            if (!tryBlob(v1, out, outTag, err) || gLastTactic.valid() || blobOf(out, tag) != v1)
+            // the version 1 / 2 reader paths of the same spec without allow_tf32 still round-trip, and their
+            // blobs are the version 3 blob less the flags word (what builds before allow_tf32 wrote)
+            ConvSpec s0 = s;
+            s0.allow_tf32 = 0;
+            std::vector<unsigned char> const v1 = blobOf(s0, tag);
+            if (!tryBlob(v1, out, outTag, err) || gLastTactic.valid() || out.allow_tf32 != 0 || blobOf(out, tag) != v1)
                 fail("valid-v1", err);
+            std::vector<unsigned char> const v12 = blobOf(s0, tag, tactic);
+            if (!tryBlob(v12, out, outTag, err) || gLastTactic.valid() != tactic.valid() || out.allow_tf32 != 0
+                || blobOf(out, tag, gLastTactic) != v12)
+                fail("valid-v2", err);
+            if (s.allow_tf32 && (v12.size() + 4 != blob.size()
+                    || !std::equal(v12.begin() + 12, v12.end() - 8, blob.begin() + 16)))
+                fail("valid-v3", "version 3 body is not the version 1/2 body after a flags word");
         }
         {
             ConvSpec viaFields;
@@ -318,7 +345,7 @@ int main(int argc, char** argv)
         {
             ++nLen;
             std::vector<unsigned char> b = blob;
-            size_t pos = 12 + tacticBytes + 15 * 4 + 8;
+            size_t pos = 12 + flagsBytes + tacticBytes + 15 * 4 + 8;
             int const which = static_cast<int>(rnd(5));
             for (int a = 0; a < which; ++a)
             {
@@ -337,6 +364,42 @@ int main(int argc, char** argv)
                 fail("lengths", "count " + std::to_string(v) + " accepted");
         }
 
+        // version 3 flags word and version word attacks (checksum recomputed)
+        {
+            ++nFlags;
+            std::vector<unsigned char> b = blob;
+            int const kind = static_cast<int>(rnd(3));
+            bool mustReject = false;
+            if (kind == 0 && s.allow_tf32) // a flags word without allow_tf32 or with unknown bits
+            {
+                uint32_t f = 0;
+                std::memcpy(&f, &b[12], 4);
+                static uint32_t const bad[] = {0U, 2U, 4U, 8U, 0x80000000U, 0xFFFFFFFFU};
+                uint32_t const v = rnd(2) ? bad[rnd(sizeof(bad) / sizeof(bad[0]))] : f | (1U << (2 + rnd(30)));
+                std::memcpy(&b[12], &v, 4);
+                mustReject = true;
+            }
+            else if (kind == 1 && s.allow_tf32) // toggle the tactic flag: the rest no longer lines up
+            {
+                b[12] ^= 2U;
+            }
+            else // another known (or unknown) version word
+            {
+                static uint32_t const versions[] = {kBlobVersion, kBlobVersionTactic, kBlobVersionFlags, 0U, 4U};
+                uint32_t const v = versions[rnd(5)];
+                std::memcpy(&b[4], &v, 4);
+                mustReject = v == 0U || v == 4U;
+            }
+            fixChecksum(b);
+            if (b != blob && tryBlob(b, out, outTag, err))
+            {
+                ++nFlagsAccepted;
+                std::string verr;
+                if (mustReject || !validateSpec(out, verr) || blobOf(out, outTag, gLastTactic) != b)
+                    fail("flags", "accepted a forged flags/version word: " + verr);
+            }
+        }
+
         // random bytes
         {
             ++nRandom;
@@ -344,7 +407,7 @@ int main(int argc, char** argv)
             randomize(b);
             if (b.size() >= 16 && rnd(2))
             {
-                uint32_t const m = kBlobMagic, ver = kBlobVersion;
+                uint32_t const m = kBlobMagic, ver = static_cast<uint32_t>(1 + rnd(3));
                 std::memcpy(&b[0], &m, 4);
                 std::memcpy(&b[4], &ver, 4);
                 fixChecksum(b);
@@ -414,10 +477,11 @@ int main(int argc, char** argv)
             }
         }
     }
-    long const total = nValid + nTrunc + nFlip + nFixed + nLen + nRandom + nFields + nFieldMut;
-    std::printf("FUZZ seed=%llu valid=%ld truncated=%ld bitflip=%ld fixedsum=%ld (accepted %ld) lengths=%ld random=%ld "
-                "fields=%ld (accepted %ld) fieldmut=%ld (accepted %ld) total=%ld errors=%d\n",
-        seed, nValid, nTrunc, nFlip, nFixed, nFixedAccepted, nLen, nRandom, nFields, nFieldsAccepted, nFieldMut,
-        nFieldMutAccepted, total, gErrors);
+    long const total = nValid + nTrunc + nFlip + nFixed + nLen + nFlags + nRandom + nFields + nFieldMut;
+    std::printf("FUZZ seed=%llu valid=%ld (v3 %ld) truncated=%ld bitflip=%ld fixedsum=%ld (accepted %ld) lengths=%ld "
+                "flags=%ld (accepted %ld) random=%ld fields=%ld (accepted %ld) fieldmut=%ld (accepted %ld) total=%ld "
+                "errors=%d\n",
+        seed, nValid, nValidV3, nTrunc, nFlip, nFixed, nFixedAccepted, nLen, nFlags, nFlagsAccepted, nRandom, nFields,
+        nFieldsAccepted, nFieldMut, nFieldMutAccepted, total, gErrors);
     return gErrors == 0 ? 0 : 1;
 }

@@ -138,7 +138,9 @@ static int livePlans(Lib const& lib)
 }
 
 // ------------------------------------------------------------------ one case
-static void runCase(Lib const& lib, Case const& c, nv::DataType dt, bool nulStrings, std::mt19937& rng)
+// tf32: the node carries allow_tf32 = 1 (fp32 plans may run TF32 variants; fp16 ignores it). Without it,
+// half the runs carry an explicit allow_tf32 = 0, which must behave (and serialize) like no field.
+static void runCase(Lib const& lib, Case const& c, nv::DataType dt, bool nulStrings, bool tf32, std::mt19937& rng)
 {
     bool const half = dt == nv::DataType::kHALF;
     char const* dtn = half ? "fp16" : "fp32";
@@ -147,6 +149,8 @@ static void runCase(Lib const& lib, Case const& c, nv::DataType dt, bool nulStri
 
     FieldSet fs;
     fillFields(c, w, fs, nulStrings);
+    if (tf32 || nulStrings)
+        fs.ints("allow_tf32", {tf32 ? 1 : 0});
     nv::IPluginV3* p1 = lib.creator->createPlugin(c.name, fs.collection(), nv::TensorRTPhase::kBUILD);
     CHECK(p1 != nullptr, "%s: createPlugin(kBUILD) failed", c.name);
     if (!p1)
@@ -248,17 +252,25 @@ static void runCase(Lib const& lib, Case const& c, nv::DataType dt, bool nulStri
         return;
     }
     copyFields(sf, serial);
+    int32_t const nbSerial = sf->nbFields;
     // build-time tuning: the tactic is serialized for the profile's opt shape and this dtype when a
     // device (or the CPU stub) is present; absent without one
     int32_t tactic[5] = {-1, 0, 0, 0, -1};
     bool const hasTactic = findTactic(sf, tactic);
     int32_t const tdt = half ? 1 : 0;
+    // allow_tf32 is serialized exactly when it is 1 (a default layer's fields are those of earlier builds)
+    int32_t allow = -1;
+    bool const hasAllow = findIntField(sf, "allow_tf32", allow);
+    CHECK(hasAllow == tf32 && (!tf32 || allow == 1), "%s %s: serialized allow_tf32 %s (%d), expected %s", c.name,
+        dtn, hasAllow ? "present" : "absent", allow, tf32 ? "1" : "absent");
+    // the CPU stand-in's tuning picks its TF32 variant exactly for fp32 plans whose math allows TF32
+    int32_t const stubId = (tf32 && !half) ? kStubTf32Id : kStubTunedId;
     if (noDeviceMode())
         CHECK(!hasTactic, "%s: no device (or TRT_SPARSE_NO_TUNE=1), yet a tactic was serialized", c.name);
     else
         CHECK(hasTactic && tactic[0] >= 0 && tactic[1] == c.shapes[0][0] && tactic[2] == c.shapes[0][1]
                 && tactic[3] == c.shapes[0][2] && tactic[4] == tdt
-                && (lib.lastSetChoice == nullptr || tactic[0] == 2),
+                && (lib.lastSetChoice == nullptr || tactic[0] == stubId),
             "%s: serialized tactic {%d, %d, %d, %d, %d} (expected the opt shape %dx%dx%d, dtype %d)", c.name,
             tactic[0], tactic[1], tactic[2], tactic[3], tactic[4], c.shapes[0][0], c.shapes[0][1], c.shapes[0][2],
             tdt);
@@ -282,9 +294,16 @@ static void runCase(Lib const& lib, Case const& c, nv::DataType dt, bool nulStri
     {
         // the deserialized plugin keeps the tactic (re-serializes it unchanged)
         int32_t again[5] = {-1, 0, 0, 0, -1};
-        bool const has2 = findTactic(r4->getFieldsToSerialize(), again);
+        nv::PluginFieldCollection const* sf2 = r4->getFieldsToSerialize();
+        bool const has2 = findTactic(sf2, again);
         CHECK(has2 == hasTactic && (!hasTactic || std::memcmp(again, tactic, sizeof(tactic)) == 0),
             "%s: tactic not round-tripped through serialization", c.name);
+        int32_t allow2 = -1;
+        bool const hasAllow2 = findIntField(sf2, "allow_tf32", allow2);
+        CHECK(hasAllow2 == hasAllow && allow2 == allow, "%s: allow_tf32 not round-tripped through serialization",
+            c.name);
+        CHECK(sf2 != nullptr && sf2->nbFields == nbSerial, "%s: the runtime plugin serializes %d fields, the "
+            "build plugin %d", c.name, sf2 ? sf2->nbFields : -1, nbSerial);
     }
 
     void* dws = devAlloc(ws);
@@ -371,13 +390,19 @@ static void runCase(Lib const& lib, Case const& c, nv::DataType dt, bool nulStri
                 ++nonfinite;
         }
         double const rel = relErr(y, ref);
-        double const tol = half ? 2e-3 : 1e-5;
+        double const tol = half ? kTolFp16 : (tf32 ? kTolTf32 : kTolFp32);
         bool const ok = rc == 0 && nonfinite == 0 && rel < tol;
-        std::printf("CASE %-22s %s %s strings%s N=%d C=%d H=%d W=%d -> K=%d P=%lld Q=%lld nnz=%d ws=%zu rel_err=%.3g %s\n",
-            c.name, dtn, c.mode == 1 ? "packed32" : "exact   ", nulStrings ? "+NUL" : "-NUL", N, c.C, H, W, c.K,
-            static_cast<long long>(P), static_cast<long long>(Q), w.offsets.back(), ws, rel, ok ? "OK" : "FAIL");
+        std::printf("CASE %-22s %s %s strings%s math=%s N=%d C=%d H=%d W=%d -> K=%d P=%lld Q=%lld nnz=%d ws=%zu "
+                    "rel_err=%.3g %s\n",
+            c.name, dtn, c.mode == 1 ? "packed32" : "exact   ", nulStrings ? "+NUL" : "-NUL", tf32 ? "tf32" : "fp32",
+            N, c.C, H, W, c.K, static_cast<long long>(P), static_cast<long long>(Q), w.offsets.back(), ws, rel,
+            ok ? "OK" : "FAIL");
         CHECK(nonfinite == 0, "%s: %zu non-finite outputs (unwritten?)", c.name, nonfinite);
         CHECK(rel < tol, "%s %s: rel err %.3g >= %.1g", c.name, dtn, rel, tol);
+        if (lib.lastSetChoice && hasTactic && tf32 && !half && N == tactic[1] && H == tactic[2] && W == tactic[3]
+            && w.offsets.back() > 0)
+            // the stand-in's TF32 variant rounds the products' factors: proof that it ran for the tuned shape
+            CHECK(rel > 1e-6, "%s: rel err %.3g at the tuned shape: the TF32 variant did not run", c.name, rel);
         devFree(din);
         devFree(dout);
     }
@@ -416,6 +441,8 @@ static void runRefusals(Lib const& lib)
         std::function<void(FieldSet&)> f;
     };
     int32_t const bad3[3] = {6, 4, 3};
+    int32_t const two1[2] = {1, 1};
+    float const one = 1.0F;
     float const nanv = NAN;
     std::vector<Mut> muts = {
         {"weight_shape missing", false, [](FieldSet& f) { f.remove("weight_shape"); }},
@@ -504,6 +531,16 @@ static void runRefusals(Lib const& lib)
         {"duplicate field", false, [](FieldSet& f) { f.ints("strides", {1, 1}); }},
         {"negative length", false, [](FieldSet& f) { f.find("strides")->length = -2; }},
         {"null data", false, [](FieldSet& f) { f.find("row_offsets")->data = nullptr; }},
+        {"allow_tf32 2", false, [](FieldSet& f) { f.ints("allow_tf32", {2}); }},
+        {"allow_tf32 -1", false, [](FieldSet& f) { f.ints("allow_tf32", {-1}); }},
+        {"allow_tf32 length 2", false,
+            [&](FieldSet& f) { f.add("allow_tf32", nv::PluginFieldType::kINT32, two1, 2); }},
+        {"allow_tf32 as float", false,
+            [&](FieldSet& f) { f.add("allow_tf32", nv::PluginFieldType::kFLOAT32, &one, 1); }},
+        {"allow_tf32 given twice", false, [](FieldSet& f) {
+             f.ints("allow_tf32", {1});
+             f.ints("allow_tf32", {1});
+         }},
         {"packed missing", true, [](FieldSet& f) { f.remove("packed"); }},
         {"packed index out of range", true,
             [&](FieldSet& f) {
@@ -559,7 +596,7 @@ static void runRefusals(Lib const& lib)
         declared.emplace_back(names->fields[i].name);
     char const* expected[] = {"plugin_version", "plugin_namespace", "format_version", "weight_shape", "strides", "pads",
         "dilations", "activation", "clip_min", "clip_max", "weight_format", "row_offsets", "indices", "values",
-        "packed", "bias"};
+        "packed", "bias", "allow_tf32"};
     for (char const* e : expected)
         CHECK(std::find(declared.begin(), declared.end(), e) != declared.end(), "getFieldNames lacks %s", e);
 }
@@ -614,9 +651,10 @@ int main(int argc, char** argv)
     std::vector<Case> const cases = defaultCases();
     std::mt19937 rng(seed);
     int idx = 0;
-    for (auto const& c : cases)
-        for (nv::DataType dt : {nv::DataType::kFLOAT, nv::DataType::kHALF})
-            runCase(lib, c, dt, (idx++ % 2) == 0, rng);
+    for (bool tf32 : {false, true})
+        for (auto const& c : cases)
+            for (nv::DataType dt : {nv::DataType::kFLOAT, nv::DataType::kHALF})
+                runCase(lib, c, dt, (idx++ % 2) == 0, tf32, rng);
 #ifdef DRIVER_GPU
     CUDA_OK(cudaDeviceSynchronize());
     size_t free1 = 0;

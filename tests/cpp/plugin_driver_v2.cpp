@@ -8,9 +8,11 @@
  * Then, like TensorRT 8: getPluginCreator -> createPlugin(fields) -> clone ->
  * getOutputDimensions (expression builder) / supportsFormatCombination ->
  * configurePlugin -> getWorkspaceSize -> initialize -> serialize -> deserializePlugin
- * (and corrupt blobs: truncated, bit-flipped, foreign) -> initialize -> enqueue (host
- * buffers, fp32 + fp16, several shapes) vs float64 -> terminate -> destroy.
+ * (and corrupt blobs: truncated, bit-flipped, foreign, version 3 with bad flags) -> initialize
+ * -> enqueue (host buffers, fp32 + fp16, several shapes) vs float64 -> terminate -> destroy;
+ * every case without and with allow_tf32 = 1 (blob version 2 / 3).
  */
+#include "SparseConv2dCore.h" // blobChecksum (to forge re-checksummed corrupt blobs)
 #include "driver_common.h"
 
 #include <cstdio>
@@ -72,13 +74,26 @@ static nv::IPluginV2DynamicExt* dyn(nv::IPluginV2* p)
     return dynamic_cast<nv::IPluginV2DynamicExt*>(p);
 }
 
-static void runCase(nv::IPluginCreator* creator, Case const& c, nv::DataType dt, bool nul, std::mt19937& rng)
+// The blob with a 32-bit word at byte offset `at` replaced and the checksum recomputed.
+static std::vector<unsigned char> forged(std::vector<unsigned char> b, size_t at, uint32_t value)
+{
+    std::memcpy(&b[at], &value, sizeof(value));
+    uint64_t const h = trt_sparse::blobChecksum(b.data(), b.size() - 8);
+    std::memcpy(&b[b.size() - 8], &h, sizeof(h));
+    return b;
+}
+
+// tf32: the node carries allow_tf32 = 1 (blob version 3; fp32 plans may run TF32 variants, fp16 ignores it).
+static void runCase(
+    nv::IPluginCreator* creator, Case const& c, nv::DataType dt, bool nul, bool tf32, std::mt19937& rng)
 {
     bool const half = dt == nv::DataType::kHALF;
     int const plansBefore = tsc_stub_live_plans();
     Weights const w = makeWeights(c, rng);
     FieldSet fs;
     fillFields(c, w, fs, nul);
+    if (tf32 || nul)
+        fs.ints("allow_tf32", {tf32 ? 1 : 0}); // an explicit 0 must behave like no field
     nv::IPluginV2DynamicExt* p1 = dyn(creator->createPlugin(c.name, fs.collection()));
     CHECK(p1 != nullptr, "%s: createPlugin", c.name);
     if (!p1)
@@ -136,15 +151,19 @@ static void runCase(nv::IPluginCreator* creator, Case const& c, nv::DataType dt,
     CHECK(p2->initialize() == 0, "initialize");
     std::vector<unsigned char> blob(p2->getSerializationSize());
     p2->serialize(blob.data());
-    // build-time tuning (the stub "picks" variant 2): blob version 2 with the tactic for the profile's max
-    // shape and this dtype right after the dtype tag
+    // build-time tuning (the stub "picks" variant 2, or its TF32 variant 5 for fp32 with allow_tf32): the tactic
+    // for the profile's max shape and this dtype right after the dtype tag (blob version 2), or after the
+    // flags word (version 3 with allow_tf32: flags 0x1 allow_tf32 | 0x2 tactic)
+    int32_t const stubId = (tf32 && !half) ? kStubTf32Id : kStubTunedId;
     {
-        int32_t hdr[8] = {0};
+        int32_t hdr[9] = {0};
         if (blob.size() >= sizeof(hdr))
             std::memcpy(hdr, blob.data(), sizeof(hdr));
-        CHECK(hdr[1] == 2 && hdr[3] == 2 && hdr[4] == maxN && hdr[5] == maxH && hdr[6] == maxW
-                && hdr[7] == (half ? 1 : 0),
-            "%s: blob version %d tactic {%d, %d, %d, %d, %d}", c.name, hdr[1], hdr[3], hdr[4], hdr[5], hdr[6], hdr[7]);
+        int32_t const* t = tf32 ? hdr + 4 : hdr + 3;
+        CHECK(hdr[1] == (tf32 ? 3 : 2) && (!tf32 || hdr[3] == 3) && t[0] == stubId && t[1] == maxN && t[2] == maxH
+                && t[3] == maxW && t[4] == (half ? 1 : 0),
+            "%s: blob version %d [flags %d] tactic {%d, %d, %d, %d, %d}", c.name, hdr[1], tf32 ? hdr[3] : -1, t[0],
+            t[1], t[2], t[3], t[4]);
     }
     std::vector<unsigned char> const blobCopy = blob;
     {
@@ -161,6 +180,22 @@ static void runCase(nv::IPluginCreator* creator, Case const& c, nv::DataType dt,
         char const foreign[] = "definitely not a SparseConv2d blob";
         CHECK(creator->deserializePlugin("x", foreign, sizeof(foreign)) == nullptr, "foreign blob accepted");
         CHECK(creator->deserializePlugin("x", nullptr, 0) == nullptr, "null blob accepted");
+        // re-checksummed: the version 3 flags word (clear allow_tf32, unknown bit) and the version itself
+        std::vector<std::vector<unsigned char>> bad;
+        if (tf32)
+        {
+            bad.push_back(forged(blob, 12, 2U)); // tactic flag without allow_tf32
+            bad.push_back(forged(blob, 12, 3U | 8U));
+            bad.push_back(forged(blob, 12, 1U)); // tactic present but not flagged: misparses
+            bad.push_back(forged(blob, 4, 2U));  // version 2 reading a flags word as the tactic id
+        }
+        else
+        {
+            bad.push_back(forged(blob, 4, 3U)); // version 3 reading the tactic id as flags
+        }
+        bad.push_back(forged(blob, 4, 4U));
+        for (auto const& b : bad)
+            CHECK(creator->deserializePlugin("x", b.data(), b.size()) == nullptr, "%s: forged blob accepted", c.name);
     }
     nv::IPluginV2DynamicExt* p3 = dyn(creator->deserializePlugin(c.name, blob.data(), blob.size()));
     CHECK(p3 != nullptr, "%s: deserializePlugin", c.name);
@@ -174,7 +209,7 @@ static void runCase(nv::IPluginCreator* creator, Case const& c, nv::DataType dt,
         // the runtime plan got the stored choice, and the plugin re-serializes the same blob
         int32_t set[4];
         tsc_stub_last_set_choice(set, 0);
-        CHECK(set[0] == 2 && set[1] == maxN && set[2] == maxH && set[3] == maxW,
+        CHECK(set[0] == stubId && set[1] == maxN && set[2] == maxH && set[3] == maxW,
             "%s: runtime plan choice {%d, %d, %d, %d}", c.name, set[0], set[1], set[2], set[3]);
         std::vector<unsigned char> again(p3->getSerializationSize());
         p3->serialize(again.data());
@@ -214,9 +249,9 @@ static void runCase(nv::IPluginCreator* creator, Case const& c, nv::DataType dt,
         for (size_t i = 0; i < nout; ++i)
             y[i] = half ? halfToFloatT(out16[i]) : out32[i];
         double const rel = relErr(y, ref);
-        double const tol = half ? 2e-3 : 1e-5;
-        std::printf("CASE-V2 %-22s %s N=%d H=%d W=%d rel_err=%.3g %s\n", c.name, half ? "fp16" : "fp32", N, H, W, rel,
-            (rc == 0 && rel < tol) ? "OK" : "FAIL");
+        double const tol = half ? kTolFp16 : (tf32 ? kTolTf32 : kTolFp32);
+        std::printf("CASE-V2 %-22s %s math=%s N=%d H=%d W=%d rel_err=%.3g %s\n", c.name, half ? "fp16" : "fp32",
+            tf32 ? "tf32" : "fp32", N, H, W, rel, (rc == 0 && rel < tol) ? "OK" : "FAIL");
         CHECK(rel < tol, "%s: rel err %.3g", c.name, rel);
     }
     p3->terminate();
@@ -234,12 +269,13 @@ int main()
     CHECK(creator != nullptr, "creator lookup by name/version/namespace");
     if (!creator)
         return 1;
-    CHECK(creator->getFieldNames()->nbFields == 16, "declared fields");
+    CHECK(creator->getFieldNames()->nbFields == 17, "declared fields");
     std::mt19937 rng(99);
     int idx = 0;
-    for (auto const& c : defaultCases())
-        for (nv::DataType dt : {nv::DataType::kFLOAT, nv::DataType::kHALF})
-            runCase(creator, c, dt, (idx++ % 2) == 0, rng);
+    for (bool tf32 : {false, true})
+        for (auto const& c : defaultCases())
+            for (nv::DataType dt : {nv::DataType::kFLOAT, nv::DataType::kHALF})
+                runCase(creator, c, dt, (idx++ % 2) == 0, tf32, rng);
     CHECK(tsc_stub_live_plans() == 0, "plans leaked");
     std::printf("SUMMARY-V2 checks=%d failures=%d (TensorRT %d.%d headers)\n", gChecks, gFailures, NV_TENSORRT_MAJOR,
         NV_TENSORRT_MINOR);

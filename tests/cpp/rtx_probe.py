@@ -53,9 +53,9 @@ def expected_log_line(node):
     d = [int(v) for v in a.get("dilations", [1, 1])]
     nnz = int(np.asarray(a["row_offsets"])[-1])
     fmt = " packed32" if int(a.get("weight_format", 0)) == 1 else " exact"
-    return "created layer '{}': K={} C={} {}x{} stride={}x{} pads={},{},{},{} dil={}x{} act={} nnz={}{}{}".format(
+    return "created layer '{}': K={} C={} {}x{} stride={}x{} pads={},{},{},{} dil={}x{} act={} nnz={}{}{}{}".format(
         node.name, k, c, r, s, st[0], st[1], p[0], p[1], p[2], p[3], d[0], d[1], int(a.get("activation", 0)),
-        nnz, fmt, " bias" if "bias" in a else "")
+        nnz, fmt, " bias" if "bias" in a else "", " tf32" if int(a.get("allow_tf32", 0)) == 1 else "")
 
 
 def main(argv=None):

@@ -7,9 +7,13 @@
  * plans (tsc_stub_live_plans) so tests can prove that clone/attach/destroy neither leak
  * nor double-free plans. TSC_STUB_NO_DEVICE=1 makes tsc_plan_create fail with
  * TSC_ERR_CUDA, like an engine build on a CPU-only machine.
- * Kernel choice: the stub knows variant ids 0 (default) and kStubTunedId (what
- * tsc_plan_tune_scratch "picks"); tsc_stub_last_set_choice reports the last accepted
- * tsc_plan_set_choice so the drivers can check a tuned choice survives serialization.
+ * Kernel choice: the stub knows variant ids 0 (default), kStubTunedId (what
+ * tsc_plan_tune_scratch "picks") and kStubTf32Id (a TF32 tensor-core variant: only fp32
+ * plans after tsc_plan_set_math(TSC_MATH_ALLOW_TF32) offer it, and then tuning picks it;
+ * enqueue with it rounds inputs and weights to TF32, like the real variant's products);
+ * tsc_stub_last_set_choice reports the last accepted tsc_plan_set_choice so the drivers
+ * can check a tuned choice survives serialization (a TF32 choice is accepted only when the
+ * plan's math was set first).
  */
 #include "kernels/sparse_conv.h"
 #include "half_util.h" // fp16 <-> fp32 (round to nearest even)
@@ -29,6 +33,7 @@ struct tsc_plan
     std::vector<float> values, bias;
     uint32_t magic;
     int32_t choiceN{0}, choiceH{0}, choiceW{0}, choiceId{-1};
+    bool tf32{false}; // tsc_plan_set_math(TSC_MATH_ALLOW_TF32) on an fp32 plan
 };
 
 namespace
@@ -36,6 +41,7 @@ namespace
 std::atomic<int32_t> gLive{0};
 thread_local std::string gLastError;
 constexpr int32_t kStubTunedId = 2;
+constexpr int32_t kStubTf32Id = 5; // the real library's TF32 variants are kind 5 (plugin/kernels/sparse_conv.cu)
 std::atomic<int32_t> gLastSet[4] = {{-1}, {0}, {0}, {0}}; // id, N, H, W of the last accepted set_choice
 constexpr uint32_t kLiveMagic = 0x51A7E5U;
 
@@ -43,6 +49,16 @@ tsc_status fail(tsc_status st, std::string const& msg)
 {
     gLastError = msg;
     return st;
+}
+
+// fp32 -> TF32 (10-bit mantissa, round to nearest, ties away from zero: cvt.rna.tf32.f32) for finite v
+float roundToTf32(float v)
+{
+    uint32_t u;
+    std::memcpy(&u, &v, sizeof(u));
+    u = (u + 0x1000U) & 0xFFFFE000U;
+    std::memcpy(&v, &u, sizeof(v));
+    return v;
 }
 } // namespace
 
@@ -154,10 +170,17 @@ tsc_status tsc_enqueue(const tsc_plan* p, int32_t N, int32_t H, int32_t W, const
     if (tsc_output_dims(&d, H, W, &P, &Q) != TSC_OK)
         return TSC_ERR_INVALID_ARGUMENT;
     int32_t const RS = d.R * d.S;
+    // the variant for this shape: the TF32 one rounds both factors of every product to TF32
+    bool const tf32 = p->tf32 && p->choiceId == kStubTf32Id && p->choiceN == N && p->choiceH == H && p->choiceW == W;
     auto in = [&](int64_t i) -> double {
-        return p->dtype == TSC_FLOAT32 ? static_cast<float const*>(input)[i]
-                                       : halfToFloatT(static_cast<uint16_t const*>(input)[i]);
+        if (p->dtype == TSC_FLOAT32)
+        {
+            float const v = static_cast<float const*>(input)[i];
+            return tf32 ? roundToTf32(v) : v;
+        }
+        return halfToFloatT(static_cast<uint16_t const*>(input)[i]);
     };
+    auto weight = [&](int32_t i) -> double { return tf32 ? roundToTf32(p->values[i]) : p->values[i]; };
     for (int32_t n = 0; n < N; ++n)
         for (int32_t k = 0; k < d.K; ++k)
             for (int32_t y = 0; y < P; ++y)
@@ -171,7 +194,7 @@ tsc_status tsc_enqueue(const tsc_plan* p, int32_t N, int32_t H, int32_t W, const
                         int64_t const ix = static_cast<int64_t>(x) * d.stride_w - d.pad_left + s * d.dilation_w;
                         if (iy < 0 || iy >= H || ix < 0 || ix >= W)
                             continue;
-                        acc += p->values[i] * in(((static_cast<int64_t>(n) * d.C + c) * H + iy) * W + ix);
+                        acc += weight(i) * in(((static_cast<int64_t>(n) * d.C + c) * H + iy) * W + ix);
                     }
                     if (d.activation == TSC_ACT_RELU)
                         acc = acc < 0 ? 0 : acc;
@@ -188,7 +211,7 @@ tsc_status tsc_enqueue(const tsc_plan* p, int32_t N, int32_t H, int32_t W, const
 
 size_t tsc_plan_describe(const tsc_plan* plan, char* buf, size_t buf_len)
 {
-    std::string s = plan ? "cpu-stub plan" : "null";
+    std::string s = plan ? (plan->tf32 ? "cpu-stub plan fp32(tf32-allowed)" : "cpu-stub plan") : "null";
     if (buf && buf_len)
     {
         std::strncpy(buf, s.c_str(), buf_len - 1);
@@ -210,8 +233,10 @@ tsc_status tsc_plan_set_choice(tsc_plan* plan, int32_t N, int32_t H, int32_t W, 
 {
     if (!plan || plan->magic != kLiveMagic || N < 1 || H < 1 || W < 1)
         return fail(TSC_ERR_INVALID_ARGUMENT, "bad plan or shape");
-    if (variant_id != 0 && variant_id != kStubTunedId)
-        return fail(TSC_ERR_INVALID_ARGUMENT, "unknown variant id " + std::to_string(variant_id) + " (stub)");
+    if (variant_id != 0 && variant_id != kStubTunedId && !(variant_id == kStubTf32Id && plan->tf32))
+        return fail(TSC_ERR_INVALID_ARGUMENT, "unknown variant id " + std::to_string(variant_id)
+                + (variant_id == kStubTf32Id ? " (a TF32 variant: the plan's math does not allow TF32)" : "")
+                + " (stub)");
     plan->choiceN = N;
     plan->choiceH = H;
     plan->choiceW = W;
@@ -235,7 +260,19 @@ tsc_status tsc_plan_tune_scratch(tsc_plan* plan, int32_t N, int32_t H, int32_t W
     plan->choiceN = N;
     plan->choiceH = H;
     plan->choiceW = W;
-    plan->choiceId = kStubTunedId;
+    plan->choiceId = plan->tf32 ? kStubTf32Id : kStubTunedId;
+    return TSC_OK;
+}
+
+tsc_status tsc_plan_set_math(tsc_plan* plan, int32_t math)
+{
+    if (!plan || plan->magic != kLiveMagic)
+        return fail(TSC_ERR_INVALID_ARGUMENT, "plan is NULL");
+    if (math != TSC_MATH_DEFAULT && math != TSC_MATH_ALLOW_TF32)
+        return fail(TSC_ERR_INVALID_ARGUMENT, "math must be TSC_MATH_DEFAULT (0) or TSC_MATH_ALLOW_TF32 (1)");
+    plan->tf32 = math == TSC_MATH_ALLOW_TF32 && plan->dtype == TSC_FLOAT32; // no effect on fp16 plans
+    if (!plan->tf32 && plan->choiceId == kStubTf32Id)
+        plan->choiceId = -1; // switching TF32 off forgets a tuned TF32 choice
     return TSC_OK;
 }
 

@@ -26,6 +26,10 @@ def add_arguments(p):
                    help="exact: fp32 values + int32 indices; packed32: one 32-bit word per nonzero (fp16 values, "
                         "reports the rounding error); auto (default): packed32 for layers where it is lossless "
                         "(fp16 weights), else exact -- an fp32 model is never rounded")
+    p.add_argument("--allow-tf32", action="store_true",
+                   help="let the plugin run fp32 layers with TF32 tensor-core math (writes allow_tf32=1 on their "
+                        "SparseConv2d nodes; 10-bit mantissa products, ~1e-3 relative error, faster on sm_80+); "
+                        "default: exact fp32. Verification is unaffected (it checks the rewrite in float64)")
     p.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
                    help="keep Conv layers whose node name matches this shell pattern dense (repeatable)")
     p.add_argument("--no-fuse", action="store_true", help="do not fold BatchNormalization / fuse Relu, Clip")
@@ -82,7 +86,8 @@ def run(args):
     dtype = None if args.dtype == "auto" else args.dtype
     policy = make_policy(args.policy, args.min_sparsity, args.measurements, args.batch, dtype)
     options = ConvertOptions(policy=policy, weights=args.weights, fuse=not args.no_fuse,
-                             input_shapes=shapes, batch=args.batch, exclude=args.exclude)
+                             input_shapes=shapes, batch=args.batch, exclude=args.exclude,
+                             allow_tf32=args.allow_tf32)
     result = convert_model(model, options)
     check_note = check_output_model(result.model, original=model, original_path=args.input)
     if not args.no_verify and result.converted:

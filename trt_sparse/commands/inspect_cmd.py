@@ -1,7 +1,8 @@
 """``trt-sparse inspect MODEL.onnx [--json]``: per-Conv sparsity and packed weight sizes.
 
 Lists the dense ``Conv`` nodes of a model and, in a converted model, its
-``SparseConv2d`` nodes (read back from their packed attributes).
+``SparseConv2d`` nodes (read back from their packed attributes), saying which of
+them allow TF32 math (``allow_tf32 = 1``: note, JSON ``allow_tf32``, total ``tf32_layers``).
 """
 import json
 import os
@@ -12,7 +13,7 @@ import numpy as np
 from .. import PLUGIN_NAME
 from .. import format as fmt
 from ..errors import FormatError, TrtSparseError, UnsupportedError
-from ..onnx_io import conv_params, constant_value, load_model, node_attributes, tensor_shapes
+from ..onnx_io import allow_tf32_value, conv_params, constant_value, load_model, node_attributes, tensor_shapes
 
 HELP = "show each Conv (and SparseConv2d) layer's shape, geometry, sparsity and dense vs packed weight bytes"
 
@@ -35,7 +36,7 @@ def _layer(graph, node, index, shapes_cache):
     name = node.name or "Conv (output {})".format(node.output[0] if node.output else "#{}".format(index))
     row = dict(name=name, op="Conv", weight=node.input[1] if len(node.input) > 1 else None, weight_shape=None, strides=None,
                pads=None, dilations=None, group=None, params=None, nnz=None, sparsity=None, dense_bytes=None,
-               exact_bytes=None, packed32_bytes=None, notes=[])
+               exact_bytes=None, packed32_bytes=None, allow_tf32=None, notes=[])
     if row["weight"] is None:
         row["notes"].append("no weight input")
         return row
@@ -95,8 +96,12 @@ def _sparse_layer(node, index):
     name = node.name or "{} (output {})".format(PLUGIN_NAME, node.output[0] if node.output else "#{}".format(index))
     row = dict(name=name, op=PLUGIN_NAME, weight=None, weight_shape=None, strides=None, pads=None, dilations=None, group=1,
                params=None, nnz=None, sparsity=None, dense_bytes=None, exact_bytes=None, packed32_bytes=None,
-               notes=[])
+               allow_tf32=None, notes=[])
     attrs = node_attributes(node)
+    try:
+        row["allow_tf32"] = allow_tf32_value(node) == 1
+    except FormatError as exc:  # the plugin would refuse this node
+        row["notes"].append(str(exc))
     try:
         shape = tuple(int(v) for v in attrs["weight_shape"])
         mode_code = int(attrs.get("weight_format", 0))
@@ -118,7 +123,7 @@ def _sparse_layer(node, index):
     row["packed32_bytes"], why = _packed32_bytes_of(sw)
     if why:
         row["notes"].append("packed32: " + why)
-    row["notes"].append("{} ({})".format(PLUGIN_NAME, sw.mode))
+    row["notes"].append("{} ({}{})".format(PLUGIN_NAME, sw.mode, ", TF32 allowed" if row["allow_tf32"] else ""))
     return row
 
 
@@ -142,6 +147,7 @@ def inspect_model(model):
     totals = dict(
         conv_layers=len(layers),
         sparse_conv2d_layers=sum(1 for l in layers if l["op"] == PLUGIN_NAME),
+        tf32_layers=sum(1 for l in layers if l["allow_tf32"]),
         constant_weight_layers=len(known),
         params=params,
         nnz=nnz,
@@ -215,6 +221,8 @@ def run(args):
         t = report["totals"]
         title = "{}: {} Conv, {} {} layers".format(args.model, t["conv_layers"] - t["sparse_conv2d_layers"],
                                                     t["sparse_conv2d_layers"], PLUGIN_NAME)
+        if t["tf32_layers"]:
+            title += " ({} with TF32 allowed: allow_tf32=1)".format(t["tf32_layers"])
         text = format_table(report, title=title)
     try:
         sys.stdout.write(text + "\n")
