@@ -499,3 +499,23 @@ def test_exclude_patterns_keep_layers_dense():
     assert by["a"].decision == "dense" and by["a"].reason == "excluded by --exclude a*"
     assert by["b"].decision == "sparse"
     assert [n.op_type for n in res.model.graph.node] == ["Conv", "Relu", PLUGIN_OP]
+
+
+def test_fp16_model_layers_are_fp16_even_where_the_input_dtype_is_not_inferred():
+    g = G()
+    h = g.node("Relu", [g.conv("x", sparse_weight((8, 4, 3, 3), 0.9).astype(np.float16), "a", pads=[1, 1, 1, 1])],
+               "h")
+    y = g.conv(h, sparse_weight((8, 8, 1, 1), 0.9, seed=1).astype(np.float16), "b")
+    g.inits = [numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16), t.name) for t in g.inits]
+    model = g.model([helper.make_tensor_value_info("x", TensorProto.FLOAT16, ["N", 4, 12, 12])],
+                    [helper.make_tensor_value_info(y, TensorProto.FLOAT16, ["o0", "o1", "o2", "o3"])])
+    seen = []
+
+    def predict(layer, nnz, batch, dtype):
+        seen.append((layer["name"] if "name" in layer else None, dtype))
+        return 2.0
+
+    res = convert_model(model, ConvertOptions(policy=ModelPolicy(0.0, batch=1, dtype=None, predict=predict)))
+    by = {layer.name: layer for layer in res.layers}
+    assert by["a"].dtype == "fp16" and by["b"].dtype == "fp16"
+    assert [d for _, d in seen] == ["fp16", "fp16"]

@@ -374,7 +374,9 @@ def _analyze(conv, graph_outputs, shapes, options):
     if x.dtype is not None and np.dtype(x.dtype).type not in _FLOAT_TYPES:
         rep.decision, rep.reason = "dense", "input dtype {} (fp32/fp16 only)".format(np.dtype(x.dtype))
         return rep, None
-    rep.dtype = "fp16" if (x.dtype is not None and np.dtype(x.dtype) == np.float16) else "fp32"
+    # ONNX Conv: X and W share T, so the weight's dtype decides when X's is not inferred (inner tensors)
+    io_dtype = np.dtype(x.dtype) if x.dtype is not None else weight.dtype
+    rep.dtype = "fp16" if io_dtype == np.float16 else "fp32"
     bt = _present(conv, 2)
     bias = None
     if bt is not None:
