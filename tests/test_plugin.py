@@ -374,21 +374,25 @@ def _small_sparse_model(path, conv_model, weights_mode, tmp_path):
     model.ir_version = 8
     src = str(tmp_path / "dense.onnx")
     onnx.save(model, src)
-    proc = _run([sys.executable, "-m", "trt_sparse", "convert", src, "-o", path, "--weights", weights_mode,
-                 "--min-sparsity", "0.5", "-q"], timeout=600)
+    mode, _, extra = weights_mode.partition("+")
+    flags = ["--allow-tf32"] if extra == "tf32" else []
+    proc = _run([sys.executable, "-m", "trt_sparse", "convert", src, "-o", path, "--weights", mode,
+                 "--min-sparsity", "0.5", "-q"] + flags, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return 2
 
 
 @pytest.mark.rtx
-@pytest.mark.parametrize("weights_mode", ["exact", "packed32"])
+@pytest.mark.parametrize("weights_mode", ["exact", "packed32", "exact+tf32"])
 def test_rtx_parses_and_builds_small_model(weights_mode, conv_model, tmp_path):
     lib, env = _rtx_env_or_skip()
     model = str(tmp_path / "sparse.onnx")
     n = _small_sparse_model(model, conv_model, weights_mode, tmp_path)
     proc, result = _probe(lib, model, env, tmp_path)
-    _check_probe(proc, result, n)
+    _check_probe(proc, result, n)  # the plugin's log lines (checked there) end in " tf32" where allowed
     assert (" packed32" in result["expected_log_lines"][0]) == (weights_mode == "packed32")
+    tf32 = [line.endswith(" tf32") for line in result["expected_log_lines"]]
+    assert tf32 == [weights_mode.endswith("+tf32")] * n
 
 
 @pytest.mark.rtx
