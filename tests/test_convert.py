@@ -519,3 +519,25 @@ def test_fp16_model_layers_are_fp16_even_where_the_input_dtype_is_not_inferred()
     by = {layer.name: layer for layer in res.layers}
     assert by["a"].dtype == "fp16" and by["b"].dtype == "fp16"
     assert [d for _, d in seen] == ["fp16", "fp16"]
+
+
+def test_union16_measures_shared_positions():
+    from trt_sparse.convert import union16
+
+    w = np.zeros((32, 4, 3, 3), np.float32)
+    w[0:16, 1, 1, 1] = 1.0            # group 0: one position shared by all 16 channels
+    w[16, 0, 0, 0] = w[17, 2, 2, 2] = 1.0  # group 1: two positions
+    assert union16(w) == pytest.approx((1 / 36 + 2 / 36) / 2)
+    assert union16(np.zeros((5, 2, 1, 1), np.float32)) == 0.0
+    assert union16(np.ones((20, 3, 3, 3), np.float32)) == 1.0
+
+
+def test_model_policy_gets_the_measured_union():
+    seen = []
+
+    def predict(layer, nnz, batch, dtype):
+        seen.append(layer.get("union16"))
+        return 2.0
+
+    convert_model(_two_layer_model(), ConvertOptions(policy=ModelPolicy(0.0, predict=predict)))
+    assert len(seen) == 2 and all(0.0 < u <= 1.0 for u in seen)

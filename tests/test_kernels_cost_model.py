@@ -96,3 +96,47 @@ def test_fit_cli_max_sparsity(tmp_path, capsys):
     assert cost_model.main(["--max-sparsity", "1.0", str(path)]) == 0
     fitted_all = json.loads(capsys.readouterr().out.split("COEFFS = ", 1)[1].split("fit errors:", 1)[0])
     assert not np.allclose(fitted_all["fp32"]["sparse"], true["sparse"], atol=1e-2)
+
+
+def test_union_fraction():
+    """Expected share of a 16-channel group's positions in use: random masks vs vector:V patterns."""
+    assert cost_model.union_fraction(0.0) == 0.0 and cost_model.union_fraction(1.0) == 1.0
+    assert cost_model.union_fraction(0.1) == pytest.approx(1 - 0.9 ** 16)
+    assert cost_model.union_fraction(0.1, vector=16) == pytest.approx(0.1)
+    assert cost_model.union_fraction(0.1, vector=8) == pytest.approx(1 - 0.9 ** 2)
+
+
+def test_fp16_prediction_follows_the_measured_union():
+    """fp16: the same nnz packed into shared positions (vector-pruned) predicts less sparse time."""
+    nnz = _nnz(LAYER, 0.9)
+    t_random, _ = cost_model.predict_times(LAYER, nnz, 1, "fp16")
+    density = nnz / (LAYER["K"] * LAYER["C"] * 9.0)
+    t_default, _ = cost_model.predict_times(dict(LAYER, union16=cost_model.union_fraction(density)), nnz, 1, "fp16")
+    t_vector, _ = cost_model.predict_times(dict(LAYER, union16=0.1), nnz, 1, "fp16")
+    assert t_default == pytest.approx(t_random, rel=1e-9)  # no union16: the uniform-random estimate
+    assert t_vector < 0.5 * t_random
+    # fp32 has no union term: union16 changes nothing
+    a, _ = cost_model.predict_times(dict(LAYER, union16=0.1), nnz, 1, "fp32")
+    b, _ = cost_model.predict_times(LAYER, nnz, 1, "fp32")
+    assert a == b
+
+
+def test_fit_recovers_the_union_term():
+    """fp16 cases generated with a union term (random and vector:16 masks) are fitted back."""
+    true = {"sparse": [0.4, 0.0, 0.2, 0.0, -0.2, 0.5], "dense": [0.3, 0.45, -0.1]}  # s1 = s3 = 0 (fit holds them)
+    rng = np.random.default_rng(3)
+    results = []
+    for i in range(80):
+        c, k, h = int(rng.choice([32, 64, 128, 256])), int(rng.choice([32, 64, 256])), int(rng.choice([7, 14, 56]))
+        sp, b = float(rng.uniform(0.5, 0.99)), int(rng.choice([1, 8]))
+        pattern = "vector:16" if i % 3 == 0 else "unstructured"
+        lay = {"name": "x", "C": c, "K": k, "H": h, "W": h, "kernel": 3, "stride": 1, "pad": 1, "dilation": 1}
+        geo = cost_model._layer_of_result({"layer": lay})
+        nnz = max(1, int(c * k * 9 * (1 - sp)))
+        geo["union16"] = cost_model.union_fraction(nnz / (c * k * 9.0), 16 if pattern != "unstructured" else 1)
+        ts, td = cost_model.predict_times(geo, nnz, b, "fp16", coeffs={"fp16": true})
+        results.append({"layer": lay, "batch": b, "dtype": "fp16", "nnz": nnz, "sparsity": sp, "pattern": pattern,
+                        "sparse_us": ts, "dense_us": {"fp16_best": td}})
+    coeffs, errors = cost_model.fit(results)
+    assert np.allclose(coeffs["fp16"]["sparse"], true["sparse"], atol=1e-3)
+    assert errors["fp16"]["median_abs_log_err"] < 1e-3

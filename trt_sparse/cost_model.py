@@ -11,6 +11,10 @@ squares on log time, see :func:`fit`):
 
     log t_sparse = s0 + s1 log(useful MFMA) + s2 log(I/O MB) + s3 log(nnz per output channel)
                    + s4 log(P*Q)      (output map area; s4 = 0 when COEFFS has 4 sparse terms)
+                   + s5 log(union MFMA) (fp16 only: dense MFMA x the fraction of each 16-output-channel
+                                         group's positions used by any of its channels, the work of the
+                                         tensor-core variant; measured from the weights by convert
+                                         (layer["union16"]), else 1 - (1 - density)^16)
     log t_dense  = d0 + d1 log(dense MFMA)  + d2 log(I/O MB)
 
 useful MFMA = nnz * P * Q * N / 1e6, dense MFMA = K*C*R*S * P * Q * N / 1e6,
@@ -33,7 +37,7 @@ from .reference import conv_output_size
 #: fitted coefficients per dtype: (sparse [s0..s3], dense [d0..d2]); see docs/PERFORMANCE.md
 COEFFS = {
     "fp32": {"sparse": [2.2906, 0.4654, 0.2496, 0.1028, -0.175], "dense": [-0.018, 0.4644, -0.116]},
-    "fp16": {"sparse": [4.0566, 0.3714, 0.3987, -0.0231, -0.3427], "dense": [-0.7096, 0.5008, -0.1929]},
+    "fp16": {"sparse": [2.446, 0.0, 0.2657, 0.0, -0.2911, 0.4572], "dense": [-0.7096, 0.5008, -0.1929]},
 }
 #: source of COEFFS (results files the fit came from; 128 cases per dtype, sparsity <= 0.99)
 FIT_SOURCE = ("bench/results/h200_round6_full.json + bench/results/h200_round5_sweep.json "
@@ -44,6 +48,25 @@ GENERIC_PENALTY = 3.0
 
 _DTYPE_ALIASES = {"fp32": "fp32", "float32": "fp32", "float": "fp32", "fp16": "fp16", "float16": "fp16",
                   "half": "fp16"}
+
+
+#: output channels of one tensor-core group (the mma variant computes the union of their positions)
+TC_GROUP = 16
+
+
+def union_fraction(density, vector=1):
+    """Expected fraction of a 16-channel group's (c, r, s) positions used by any of its channels, for
+    uniform random masks of this density (vector > 1: `prune --pattern vector:V`, V channels share a mask)."""
+    density = min(max(float(density), 0.0), 1.0)
+    return 1.0 - (1.0 - density) ** max(1, TC_GROUP // max(1, int(vector)))
+
+
+def _union(layer, nnz):
+    """Union fraction of the layer: measured (layer["union16"], set by convert) or the uniform-random estimate."""
+    if layer.get("union16") is not None:
+        return max(float(layer["union16"]), 1e-6)
+    total = float(int(layer["K"]) * int(layer["C"]) * int(layer["R"]) * int(layer["S"]))
+    return max(union_fraction(float(nnz) / total if total else 0.0), 1e-6)
 
 
 def _features(layer, nnz, batch, dtype):
@@ -79,8 +102,10 @@ def predict_times(layer, nnz, batch=1, dtype="fp32", coeffs=None):
     s = co["sparse"]
     d = co["dense"]
     s4 = s[4] if len(s) > 4 else 0.0
-    t_sparse = math.exp(s[0] + s[1] * math.log(useful) + s[2] * math.log(max(io, 1e-6)) + s[3] * math.log(per_k)
-                        + s4 * math.log(pq))
+    log_t = s[0] + s[1] * math.log(useful) + s[2] * math.log(max(io, 1e-6)) + s[3] * math.log(per_k) + s4 * math.log(pq)
+    if len(s) > 5:  # tensor-core work: the union of each 16-channel group's positions (fp16 mma variant)
+        log_t += s[5] * math.log(max(dense * _union(layer, nnz), 1e-6))
+    t_sparse = math.exp(log_t)
     t_dense = math.exp(d[0] + d[1] * math.log(max(dense, 1e-6)) + d[2] * math.log(max(io, 1e-6)))
     if not fast:
         t_sparse *= GENERIC_PENALTY
@@ -103,6 +128,23 @@ def _layer_of_result(r):
             "stride_w": st, "pads": (pd, pd, pd, pd), "dilation_h": dl, "dilation_w": dl}
 
 
+#: dtypes whose sparse time gets the tensor-core union term s5 (fp16: the mma variant is tuned in most
+#: cases; fp32 runs CUDA-core kernels unless TF32 is allowed, and the term did not help its fit)
+UNION_TERM_DTYPES = ("fp16",)
+#: terms fitted where the union term is used: s0, s2 (I/O), s4 (map area), s5 (union work); s1 (useful
+#: MFMA) and s3 (nnz per channel) are held at 0: with the union term free they come out negative (more
+#: sparsity -> more time, collinear with the union), which the round-6 data does not support
+UNION_TERM_COLUMNS = [0, 2, 4, 5]
+
+
+def _result_union(r, layer):
+    """Union fraction of a bench-kernels case: uniform random masks, `vector:V` patterns share V channels."""
+    pattern = str(r.get("pattern", "unstructured"))
+    vector = int(pattern.split(":", 1)[1]) if pattern.startswith("vector:") else 1
+    total = float(layer["K"] * layer["C"] * layer["R"] * layer["S"])
+    return max(union_fraction(r["nnz"] / total, vector), 1e-6)
+
+
 def fit(results):
     """Least-squares fit of COEFFS (log time) from bench-kernels result dicts; returns (coeffs, errors)."""
     coeffs, errors = {}, {}
@@ -113,13 +155,20 @@ def fit(results):
         base = "fp16_best" if dtype == "fp16" else "tf32_best"
         xs, ys, xd, yd = [], [], [], []
         for r in rows:
-            useful, dense, io, per_k, _, pq = _features(_layer_of_result(r), r["nnz"], r["batch"], dtype)
-            xs.append([1.0, math.log(useful), math.log(io), math.log(per_k), math.log(pq)])
+            layer = _layer_of_result(r)
+            useful, dense, io, per_k, _, pq = _features(layer, r["nnz"], r["batch"], dtype)
+            row = [1.0, math.log(useful), math.log(io), math.log(per_k), math.log(pq)]
+            if dtype in UNION_TERM_DTYPES:
+                layer["union16"] = _result_union(r, layer)
+                row.append(math.log(max(dense * layer["union16"], 1e-6)))
+            xs.append(row)
             ys.append(math.log(r["sparse_us"]))
             if base in r["dense_us"]:
                 xd.append([1.0, math.log(dense), math.log(io)])
                 yd.append(math.log(r["dense_us"][base]))
-        s = np.linalg.lstsq(np.array(xs), np.array(ys), rcond=None)[0]
+        cols = UNION_TERM_COLUMNS if dtype in UNION_TERM_DTYPES else list(range(len(xs[0])))
+        s = np.zeros(len(xs[0]))
+        s[cols] = np.linalg.lstsq(np.array(xs)[:, cols], np.array(ys), rcond=None)[0]
         d = np.linalg.lstsq(np.array(xd), np.array(yd), rcond=None)[0]
         coeffs[dtype] = {"sparse": [round(float(v), 4) for v in s], "dense": [round(float(v), 4) for v in d]}
         pred = [math.exp(np.dot(d, a)) / math.exp(np.dot(s, b)) for a, b in zip(xd, xs)]

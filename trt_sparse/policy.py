@@ -88,6 +88,8 @@ class ModelPolicy(ThresholdPolicy):
         dtype = self.dtype or layer.get("dtype") or "fp32"
         geometry = {k: layer[k] for k in ("C", "K", "R", "S", "H", "W", "stride_h", "stride_w", "pads",
                                           "dilation_h", "dilation_w")}
+        if layer.get("union16") is not None:  # measured by convert: tensor-core work of the weights
+            geometry["union16"] = float(layer["union16"])
         try:
             speedup = float(self.predict(geometry, int(nnz), self.batch, dtype))
         except TrtSparseError:
