@@ -522,7 +522,7 @@ def test_fp16_model_layers_are_fp16_even_where_the_input_dtype_is_not_inferred()
 
 
 def test_union16_measures_shared_positions():
-    from trt_sparse.convert import union16
+    from trt_sparse.cost_model import measured_union_fraction as union16
 
     w = np.zeros((32, 4, 3, 3), np.float32)
     w[0:16, 1, 1, 1] = 1.0            # group 0: one position shared by all 16 channels

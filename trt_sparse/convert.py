@@ -538,7 +538,7 @@ def convert_model(model, options=None, progress=None):
             rep.decision, rep.reason, rep.fused = "dense", "excluded by --exclude {}".format(pat), []
             continue
         layer_info = layer_geometry(rep, plan.params)
-        layer_info["union16"] = union16(plan.weight)  # tensor-core work (cost model, fp16 layers)
+        layer_info.update(options.policy.weight_features(plan.weight))
         ok, reason, predicted = options.policy.decide(layer_info, rep.nnz, rep.sparsity)
         rep.predicted_speedup = predicted
         if not ok:
@@ -566,16 +566,6 @@ def convert_model(model, options=None, progress=None):
     dropped = _rewrite(graph, replaced)
     out = _export(graph, model, dropped)
     return ConvertResult(out, layers, options, time.time() - t0)
-
-
-def union16(weight):
-    """Mean fraction of (c, r, s) positions used by any channel of each group of 16 consecutive output
-    channels: the work of the kernels' tensor-core variant relative to dense (cost-model feature)."""
-    k = weight.shape[0]
-    mask = np.asarray(weight).reshape(k, -1) != 0
-    if k == 0 or mask.shape[1] == 0:
-        return 0.0
-    return float(np.mean([mask[g:g + 16].any(axis=0).mean() for g in range(0, k, 16)]))
 
 
 def layer_geometry(rep, params):

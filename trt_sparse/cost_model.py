@@ -61,6 +61,16 @@ def union_fraction(density, vector=1):
     return 1.0 - (1.0 - density) ** max(1, TC_GROUP // max(1, int(vector)))
 
 
+def measured_union_fraction(weight):
+    """Mean fraction of (c, r, s) positions used by any channel of each group of TC_GROUP consecutive output
+    channels: the work of the kernels' tensor-core variant relative to dense (layer["union16"])."""
+    k = weight.shape[0]
+    mask = np.asarray(weight).reshape(k, -1) != 0
+    if k == 0 or mask.shape[1] == 0:
+        return 0.0
+    return float(np.mean([mask[g:g + TC_GROUP].any(axis=0).mean() for g in range(0, k, TC_GROUP)]))
+
+
 def _union(layer, nnz):
     """Union fraction of the layer: measured (layer["union16"], set by convert) or the uniform-random estimate."""
     if layer.get("union16") is not None:

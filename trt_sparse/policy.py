@@ -55,6 +55,10 @@ class ThresholdPolicy(object):
         ok, reason = self._threshold(sparsity)
         return ok, reason, None
 
+    def weight_features(self, weight):
+        """Features of the layer's pruned weight that decide() reads from its layer dict (none here)."""
+        return {}
+
 
 class ModelPolicy(ThresholdPolicy):
     """Threshold + the kernels' cost model: convert only if the predicted speedup is > 1."""
@@ -77,6 +81,12 @@ class ModelPolicy(ThresholdPolicy):
     def describe(self):
         """JSON-friendly description."""
         return {"name": self.name, "min_sparsity": self.min_sparsity, "batch": self.batch, "dtype": self.dtype}
+
+    def weight_features(self, weight):
+        """union16: the tensor-core work share of the weight (cost-model feature of fp16 layers)."""
+        from .cost_model import measured_union_fraction
+
+        return {"union16": measured_union_fraction(weight)}
 
     def decide(self, layer, nnz, sparsity):
         """(convert, reason, predicted speedup or None)."""
