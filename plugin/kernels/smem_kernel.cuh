@@ -39,6 +39,24 @@ __device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
 __device__ __forceinline__ void st_out(float* p, float v) { *p = v; }
 __device__ __forceinline__ void st_out(__half* p, float v) { *p = __float2half_rn(v); }
 
+/* 32-bit shared-window address of a shared-memory pointer (portable PTX: any arch, CUDA 10+). */
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    unsigned long long a;
+    asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(p));
+    return (unsigned)a;
+}
+/* Element at shared-window address a, as float: one LDS whose immediate offset the caller folds in. */
+__device__ __forceinline__ float lds_elem(unsigned a, const float*) {
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(a));
+    return v;
+}
+__device__ __forceinline__ float lds_elem(unsigned a, const __half*) {
+    unsigned short v;
+    asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(a));
+    return __half2float(__ushort_as_half(v));
+}
+
 __device__ __forceinline__ float act_f(float v, int act, float lo, float hi) {
     if (act == 1) return fmaxf(v, 0.0f);
     if (act == 2) return fminf(fmaxf(v, lo), hi);
@@ -239,7 +257,13 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
             }
             const int sv_nn = seg_at(i + 2);
             const int2 en_nxt = ent_at(sv_nxt, 0);
-            const unsigned char* sb = reinterpret_cast<const unsigned char*>(sbuf + b * buf_elems);
+            /* shared-window address of the lane's pixel row jr in this buffer: per nonzero one add per row */
+            unsigned ra[PXH];
+            {
+                const unsigned sbase = smem_addr(sbuf + b * buf_elems);
+#pragma unroll
+                for (int jr = 0; jr < PXH; ++jr) ra[jr] = sbase + (unsigned)rb[jr];
+            }
             const int ea = __shfl_sync(kFull, sv_cur, 0), eb = __shfl_sync(kFull, sv_cur, KW);
             int base = ea;
             int2 bat = en_cur;
@@ -258,13 +282,15 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
 #pragma unroll 4
                     for (; t < end; ++t) {
                         const float v = __int_as_float(__shfl_sync(kFull, bat.x, t - base));
-                        const int off = __shfl_sync(kFull, bat.y, t - base);
+                        const unsigned off = (unsigned)__shfl_sync(kFull, bat.y, t - base);
 #pragma unroll
                         for (int jr = 0; jr < PXH; ++jr) {
-                            const T* rp = reinterpret_cast<const T*>(sb + off + rb[jr]);
+                            const unsigned a = ra[jr] + off;
 #pragma unroll
                             for (int jc = 0; jc < PXW; ++jc)
-                                acc[kl][jr * PXW + jc] = fmaf(v, to_f(rp[jc * LW * sw]), acc[kl][jr * PXW + jc]);
+                                acc[kl][jr * PXW + jc] =
+                                    fmaf(v, lds_elem(a + (unsigned)(jc * LW * sw * (int)sizeof(T)), static_cast<const T*>(nullptr)),
+                                         acc[kl][jr * PXW + jc]);
                         }
                     }
                 }
