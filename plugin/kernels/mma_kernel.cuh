@@ -149,7 +149,7 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p) 
     constexpr int cl = CL; /* blocks per cluster (compile-time: no runtime division below) */
     const int tile = blockIdx.x / cl, rank = blockIdx.x - tile * cl; /* clusters span cl consecutive x blocks */
     const int bg = blockIdx.y;
-    const int t_y = tile / q.tiles_w, t_x = tile - t_y * q.tiles_w;
+    const int t_y = udiv(tile, q.tiles_w, q.tw_magic), t_x = tile - t_y * q.tiles_w;
     const int oy0 = t_y * TH, ox0 = t_x * TW;
     const int iy0 = oy0 * q.sh - q.pad_top;
     const int ix0 = ox0 * q.sw - q.pad_left - q.lead;

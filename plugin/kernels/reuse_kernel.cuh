@@ -208,7 +208,7 @@ __global__ void __launch_bounds__(256, (KT * PH * PW <= 32 ? 2 : 1)) reuse_kerne
     const int lr = lane / LW, lc = lane % LW;
     const int g = blockIdx.y;
     const int tile = blockIdx.x;
-    const int t_y = tile / p.tiles_w, t_x = tile - t_y * p.tiles_w;
+    const int t_y = udiv(tile, p.tiles_w, p.tw_magic), t_x = tile - t_y * p.tiles_w;
     const int oy0 = t_y * TH, ox0 = t_x * TW;
     const int iy0 = oy0 * ST - p.pad_top;
     const int ix0 = ox0 * ST - p.pad_left - p.lead;
@@ -218,7 +218,7 @@ __global__ void __launch_bounds__(256, (KT * PH * PW <= 32 ? 2 : 1)) reuse_kerne
     const int buf_elems = p.cc * p.cstride;
     T* const sbuf = reinterpret_cast<T*>(smem_raw);
     const int ns = p.ns;
-    const int cpb = (8 / ns) * KT;
+    const int cpb = (8 >> (__ffs(ns) - 1)) * KT; /* ns is 1, 2, 4 or 8 */
     const T* __restrict__ x = reinterpret_cast<const T*>(p.x);
     T* __restrict__ y = reinterpret_cast<T*>(p.y);
     const StageLane sl = stage_lane(p);

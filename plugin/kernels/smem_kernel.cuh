@@ -123,10 +123,10 @@ __device__ __forceinline__ float ld_peer(const float* local, unsigned rank) {
 
 /* With cl > 1 blocks per cluster: narrow the listed-chunk range [*cs0, *cs1) to block `rank`'s share. */
 __device__ __forceinline__ void cluster_share(int cl, int rank, int* cs0, int* cs1) {
-    if (cl > 1) {
-        const int n_ch = *cs1 - *cs0;
-        *cs1 = *cs0 + (n_ch * (rank + 1)) / cl;
-        *cs0 = *cs0 + (n_ch * rank) / cl;
+    if (cl > 1) { /* cl is a power of two (1, 2, 4, 8): shifts, no division */
+        const int n_ch = *cs1 - *cs0, sh = __ffs(cl) - 1;
+        *cs1 = *cs0 + ((n_ch * (rank + 1)) >> sh);
+        *cs0 = *cs0 + ((n_ch * rank) >> sh);
     }
 }
 
@@ -137,11 +137,11 @@ struct StageLane {
 };
 __device__ __forceinline__ StageLane stage_lane(const SmemParams& p) {
     StageLane l;
-    l.row0 = (int)threadIdx.x / p.st_nv;
+    l.row0 = udiv((int)threadIdx.x, p.st_nv, p.nv_magic); /* < 256: both quotients use exact magics */
     l.v = (int)threadIdx.x - l.row0 * p.st_nv;
-    if (l.row0 >= p.st_step) l.row0 = 1 << 30;
-    l.c = l.row0 / p.in_h;
+    l.c = udiv(l.row0, p.in_h, p.inh_magic);
     l.r = l.row0 - l.c * p.in_h;
+    if (l.row0 >= p.st_step) l.row0 = 1 << 30; /* idle: stage() returns before using c / r */
     return l;
 }
 
@@ -202,8 +202,9 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
     const int lr = lane / LW, lc = lane % LW;
     const int g = blockIdx.y;
     const int cl = p.cl;
-    const int tile = blockIdx.x / cl, rank = blockIdx.x - tile * cl; /* clusters span cl consecutive x blocks */
-    const int t_y = tile / p.tiles_w, t_x = tile - t_y * p.tiles_w;
+    /* clusters span cl consecutive x blocks; cl is a power of two */
+    const int tile = (int)blockIdx.x >> (__ffs(cl) - 1), rank = (int)blockIdx.x & (cl - 1);
+    const int t_y = udiv(tile, p.tiles_w, p.tw_magic), t_x = tile - t_y * p.tiles_w;
     const int oy0 = t_y * TH, ox0 = t_x * TW;
     const int iy0 = oy0 * p.sh - p.pad_top;
     const int ix0 = ox0 * p.sw - p.pad_left - p.lead;
@@ -217,7 +218,7 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
     const int buf_elems = p.cc * p.cstride;
     T* const sbuf = reinterpret_cast<T*>(smem_raw);
     const int ns = p.ns;
-    const int cpb = (8 / ns) * KW;
+    const int cpb = (8 >> (__ffs(ns) - 1)) * KW; /* ns is 1, 2, 4 or 8 */
     const T* __restrict__ x = reinterpret_cast<const T*>(p.x);
     T* __restrict__ y = reinterpret_cast<T*>(p.y);
     const StageLane sl = stage_lane(p);
@@ -309,7 +310,7 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
                 for (int j = 0; j < PX; ++j) red[((warp * KW + kl) * PX + j) * 32 + lane] = acc[kl][j];
             cluster_sync(); /* every block's partial sums are in its shared memory */
             const int outs = (8 / ns) * KW * PX * 32;
-            const int o0 = (outs * rank) / cl, o1 = (outs * (rank + 1)) / cl;
+            const int o0 = (outs * rank) >> (__ffs(cl) - 1), o1 = (outs * (rank + 1)) >> (__ffs(cl) - 1);
             for (int o = o0 + (int)threadIdx.x; o < o1; o += 256) {
                 const int ln = o & 31;
                 const int j = (o >> 5) % PX;

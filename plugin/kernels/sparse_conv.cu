@@ -402,6 +402,7 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
 bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int ns, int cl, int N, int H, int W, int P,
                    int Q, const void* x, void* y, tsc::SmemParams* sp) {
     const long long tiles = (long long)((P + TH - 1) / TH) * ((Q + TW - 1) / TW);
+    if (ns < 1 || ns > 8 || (ns & (ns - 1)) || cl < 1 || (cl & (cl - 1))) return false; /* kernels shift by them */
     if (tiles * cl >= (1LL << 31) || (long long)H * W >= (1LL << 31) || (long long)P * Q >= (1LL << 31)) return false;
     const int es = p->dtype == TSC_FLOAT16 ? 2 : 4;
     sp->x = x;
@@ -432,6 +433,9 @@ bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int n
     sp->st_step = 256 / sp->st_nv;
     sp->st_step_c = sp->st_step / L.in_h;
     sp->st_step_r = sp->st_step % L.in_h;
+    sp->tw_magic = tsc::udiv_magic(sp->tiles_w, tiles * cl); /* tile index < tiles (x blocks / cl) */
+    sp->nv_magic = tsc::udiv_magic(sp->st_nv, 256);          /* threadIdx.x < 256 */
+    sp->inh_magic = tsc::udiv_magic(L.in_h, 256);            /* row0 <= 255 */
     return true;
 }
 

@@ -98,7 +98,23 @@ struct SmemParams {
     int st_nv, st_step, st_step_c, st_step_r; /* staging walk (host-computed): copy units per staged row
                              * (pitch / 4 with vec, else pitch), rows per pass (256 / st_nv) = st_step_c channels
                              * + st_step_r rows */
+    unsigned tw_magic, nv_magic, inh_magic; /* x / tiles_w, x / st_nv, x / in_h as __umulhi(x, magic) for the
+                             * kernels' x ranges (host-checked, udiv_magic); 0: divide */
 };
+
+/* Host: multiplier m with x / d == __umulhi(x, m) for every 0 <= x < x_end (d >= 1), or 0 where none is exact
+ * (d == 1 or x_end * d >= 2^32). m = ceil(2^32 / d): the error m * d - 2^32 < d keeps the quotient exact while
+ * x * d < 2^32. */
+inline unsigned udiv_magic(long long d, long long x_end) {
+    if (d <= 1 || x_end < 0 || (unsigned long long)x_end * (unsigned long long)d >= (1ULL << 32)) return 0u;
+    return (unsigned)(((1ULL << 32) + (unsigned long long)d - 1) / (unsigned long long)d);
+}
+#if defined(__CUDACC__)
+/* Device: x / d through a host-computed udiv_magic (0: plain division). */
+__device__ __forceinline__ int udiv(int x, int d, unsigned magic) {
+    return magic ? (int)__umulhi((unsigned)x, magic) : x / d;
+}
+#endif
 cudaError_t launch_smem_f32(int tile, int kw, const SmemParams& p, size_t smem, cudaStream_t s);
 cudaError_t launch_smem_f16(int tile, int kw, const SmemParams& p, size_t smem, cudaStream_t s);
 
