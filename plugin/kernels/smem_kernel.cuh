@@ -7,12 +7,12 @@
  * cp.async (16-byte copies for fp32 / 8-byte for fp16 where the rows are aligned,
  * 4-byte copies or plain loads otherwise; plain loads below sm_80), one
  * __syncthreads per chunk. Nonzeros were re-laid out at plan creation per
- * (group, chunk, warp, channel of the warp) as (fp32 value, byte offset in the
- * staged chunk) lists: a warp prefetches its list bounds two chunks and its first
- * nonzeros one chunk ahead into registers (lane l holds nonzero l of a 32-batch),
- * broadcasts each (value, offset) by two shuffles, and each lane does, per nonzero,
- * PXH address adds and PXH*PXW (LDS + FFMA) -- no decode, no masks, no bounds
- * checks, no list load in the dependency chain of the FMAs. Lanes form a LW x (32/LW) grid; lane pixel (jr, jc)
+ * (group, chunk, warp, channel of the warp) as (fp32 value, byte offset in the staged chunk) lists; the
+ * block's lists of a chunk are staged into shared memory with its input tile (the layout builder sizes the
+ * chunks so that both fit), so a nonzero reaches every lane by one warp-uniform LDS.64 (a broadcast), and each
+ * lane does, per nonzero, one address add (PXH with a runtime pitch) and PXH*PXW (LDS + FFMA) whose offsets are
+ * immediates -- no decode, no masks, no bounds checks. The row pitch is chosen on the host so that the lane
+ * rows of one LDS fall on distinct banks. Lanes form a LW x (32/LW) grid; lane pixel (jr, jc)
  * is at tile position (lane_row + jr*LH, lane_col + jc*LW), so consecutive lanes
  * read consecutive shared-memory words. Warps = slots x NS: with NS > 1 the NS
  * warps of a slot split its channels' nonzeros and reduce their partial sums in
@@ -57,6 +57,13 @@ __device__ __forceinline__ float lds_elem(unsigned a, const __half*) {
     return __half2float(__ushort_as_half(v));
 }
 
+/* Nonzero t of a staged list at shared-window address a: (value bits, byte offset), one warp-uniform LDS.64. */
+__device__ __forceinline__ int2 lds_entry(unsigned a) {
+    int2 v;
+    asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(a));
+    return v;
+}
+
 __device__ __forceinline__ float act_f(float v, int act, float lo, float hi) {
     if (act == 1) return fmaxf(v, 0.0f);
     if (act == 2) return fminf(fmaxf(v, lo), hi);
@@ -93,6 +100,16 @@ __device__ __forceinline__ void cp_one(float* dst, const float* src) {
 #endif
 }
 __device__ __forceinline__ void cp_one(__half* dst, const __half* src) { *dst = __ldg(src); }
+
+/* One 8-byte list entry, asynchronous on sm_80+. */
+__device__ __forceinline__ void cp_entry(int2* dst, const int2* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(src));
+#else
+    *dst = __ldg(src);
+#endif
+}
 
 __device__ __forceinline__ void cp_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -187,11 +204,25 @@ __device__ __forceinline__ void stage(const SmemParams& p, const StageLane& l, c
     }
 }
 
+/* Stage the block's nonzero list entries [lo, hi) of one listed chunk into dst (hi - lo <= p.lcap: the layout
+ * builder sized the chunks for it). */
+__device__ __forceinline__ void stage_list(const SmemParams& p, int lo, int hi, int2* dst) {
+    for (int e = lo + (int)threadIdx.x; e < hi; e += 256) cp_entry(dst + (e - lo), p.entries + e);
+}
+
+/* Row pitch (elements) of the compiled fast path of a tile (3x3 / 5x5 / 7x7 stride 1 and the 1x1 layers of tiles
+ * 0-1 get it from the host's bank-conflict-free choice, smem_pitch): row steps become immediates. */
+template <typename T, int LW, int PXH>
+struct FixedPitch {
+    static const int value = sizeof(T) == 4 ? (LW == 16 ? 48 : 24) : (LW == 16 ? 40 : (PXH == 4 ? 24 : 16));
+};
+
 }  // namespace smem_detail
 
 /* LW lanes along the width, PXH x PXW pixels per lane, KW output channels per warp slot,
- * SW compile-time horizontal stride (0: runtime p.sw). */
-template <typename T, int LW, int PXH, int PXW, int KW, int SW>
+ * SW compile-time horizontal stride (0: runtime p.sw), FP compile-time row pitch (0: runtime p.pitch; > 0 only
+ * with stride 1 both ways and p.pitch == FP: every pixel's address is the nonzero's plus an immediate). */
+template <typename T, int LW, int PXH, int PXW, int KW, int SW, int FP>
 __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
     using namespace smem_detail;
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -206,17 +237,20 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
     const int tile = (int)blockIdx.x >> (__ffs(cl) - 1), rank = (int)blockIdx.x & (cl - 1);
     const int t_y = udiv(tile, p.tiles_w, p.tw_magic), t_x = tile - t_y * p.tiles_w;
     const int oy0 = t_y * TH, ox0 = t_x * TW;
-    const int iy0 = oy0 * p.sh - p.pad_top;
-    const int ix0 = ox0 * p.sw - p.pad_left - p.lead;
-    const int sw = SW ? SW : p.sw;
+    const int sh = FP ? 1 : p.sh;
+    const int sw = FP ? 1 : (SW ? SW : p.sw);
+    const int pitch = FP ? FP : p.pitch;
+    const int iy0 = oy0 * sh - p.pad_top;
+    const int ix0 = ox0 * sw - p.pad_left - p.lead;
     int rb[PXH]; /* lane's byte offset of pixel row jr in a staged chunk */
 #pragma unroll
     for (int jr = 0; jr < PXH; ++jr)
-        rb[jr] = (((lr + jr * LH) * p.sh) * p.pitch + lc * sw + p.lead) * (int)sizeof(T);
+        rb[jr] = (((lr + jr * LH) * sh) * pitch + lc * sw + p.lead) * (int)sizeof(T);
     int cs0 = __ldg(p.gch_off + g), cs1 = __ldg(p.gch_off + g + 1);
     cluster_share(cl, rank, &cs0, &cs1);
     const int buf_elems = p.cc * p.cstride;
     T* const sbuf = reinterpret_cast<T*>(smem_raw);
+    int2* const lbuf = reinterpret_cast<int2*>(smem_raw + p.lbuf_off); /* two list buffers of p.lcap entries */
     const int ns = p.ns;
     const int cpb = (8 >> (__ffs(ns) - 1)) * KW; /* ns is 1, 2, 4 or 8 */
     const T* __restrict__ x = reinterpret_cast<const T*>(p.x);
@@ -227,11 +261,8 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
     auto seg_at = [&](int i) -> int {
         return (i < cs1 && lane <= KW) ? __ldg(p.seg + ((long long)i * 8 + warp) * KW + lane) : 0;
     };
-    /* lane l: nonzero skip + l of the lists whose bounds sv holds (zero past their end) */
-    auto ent_at = [&](int sv, int skip) -> int2 {
-        const int a = __shfl_sync(kFull, sv, 0) + skip + lane, e = __shfl_sync(kFull, sv, KW);
-        return a < e ? __ldg(p.entries + a) : make_int2(0, 0);
-    };
+    /* first entry of listed chunk i's block list (i <= cs1: seg ends with the total) */
+    auto blk_at = [&](int i) -> int { return i <= cs1 ? __ldg(p.seg + (long long)i * 8 * KW) : 0; };
 
     for (int n = blockIdx.z; n < p.N; n += gridDim.z) {
         const T* xn = x + (long long)n * p.C * p.H * p.W;
@@ -241,52 +272,60 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
 #pragma unroll
             for (int j = 0; j < PX; ++j) acc[kl][j] = 0.0f;
 
-        /* The warp's list bounds and first nonzeros are prefetched into registers one listed chunk ahead (the
-         * bounds two ahead): lane k <= KW holds seg[k] of the warp's lists, lane l the (l + 32 m)-th nonzero of
-         * the current batch; the nonzeros reach every lane by shuffle, so no list load waits on L2 in the loop. */
+        /* Each listed chunk's input tile and the block's nonzero list (value, offset) are staged together into
+         * shared memory, double-buffered: a nonzero reaches every lane by one warp-uniform LDS.64 (a broadcast).
+         * List bounds are prefetched from global memory two chunks ahead (lane k <= KW: the warp's seg[k]). */
         int sv_cur = seg_at(cs0), sv_nxt = seg_at(cs0 + 1);
-        int2 en_cur = ent_at(sv_cur, 0);
-        if (cs0 < cs1) stage<T>(p, sl, xn, sbuf, __ldg(p.chunk_ids + cs0) * p.cc, iy0, ix0);
+        int bl0 = blk_at(cs0), bl1 = blk_at(cs0 + 1), bl2 = blk_at(cs0 + 2);
+        if (cs0 < cs1) {
+            stage<T>(p, sl, xn, sbuf, __ldg(p.chunk_ids + cs0) * p.cc, iy0, ix0);
+            stage_list(p, bl0, bl1, lbuf);
+        }
         cp_commit();
         for (int i = cs0; i < cs1; ++i) {
+            const int bl3 = blk_at(i + 3);
+            const int sv_nn = seg_at(i + 2);
             cp_wait_all();
             __syncthreads();
             const int b = (i - cs0) & 1;
             if (i + 1 < cs1) {
                 stage<T>(p, sl, xn, sbuf + (b ^ 1) * buf_elems, __ldg(p.chunk_ids + i + 1) * p.cc, iy0, ix0);
+                stage_list(p, bl1, bl2, lbuf + (b ^ 1) * p.lcap);
                 cp_commit();
             }
-            const int sv_nn = seg_at(i + 2);
-            const int2 en_nxt = ent_at(sv_nxt, 0);
-            /* shared-window address of the lane's pixel row jr in this buffer: per nonzero one add per row */
-            unsigned ra[PXH];
-            {
-                const unsigned sbase = smem_addr(sbuf + b * buf_elems);
-#pragma unroll
-                for (int jr = 0; jr < PXH; ++jr) ra[jr] = sbase + (unsigned)rb[jr];
-            }
-            const int ea = __shfl_sync(kFull, sv_cur, 0), eb = __shfl_sync(kFull, sv_cur, KW);
-            int base = ea;
-            int2 bat = en_cur;
-            int2 bat_nxt = ent_at(sv_cur, 32); /* second batch, predicated off for short lists */
+            const unsigned sbase = smem_addr(sbuf + b * buf_elems);
+            /* entry t (a global list index) of this chunk sits at lb + 8 t (mod 2^32) */
+            const unsigned lb = smem_addr(lbuf + b * p.lcap) - (unsigned)bl0 * 8u;
 #pragma unroll
             for (int kl = 0; kl < KW; ++kl) {
                 int t = __shfl_sync(kFull, sv_cur, kl);
                 const int e1 = __shfl_sync(kFull, sv_cur, kl + 1);
-                while (t < e1) {
-                    if (t >= base + 32) { /* t == base + 32: next batch, prefetch the one after */
-                        base += 32;
-                        bat = bat_nxt;
-                        bat_nxt = base + 32 + lane < eb ? __ldg(p.entries + base + 32 + lane) : make_int2(0, 0);
-                    }
-                    const int end = min(e1, base + 32);
+                if (FP) {
+                    const unsigned ra = sbase + (unsigned)rb[0];
 #pragma unroll 4
-                    for (; t < end; ++t) {
-                        const float v = __int_as_float(__shfl_sync(kFull, bat.x, t - base));
-                        const unsigned off = (unsigned)__shfl_sync(kFull, bat.y, t - base);
+                    for (; t < e1; ++t) {
+                        const int2 nz = lds_entry(lb + (unsigned)t * 8u);
+                        const float v = __int_as_float(nz.x);
+                        const unsigned a = ra + (unsigned)nz.y;
+#pragma unroll
+                        for (int jr = 0; jr < PXH; ++jr)
+#pragma unroll
+                            for (int jc = 0; jc < PXW; ++jc)
+                                acc[kl][jr * PXW + jc] = fmaf(
+                                    v, lds_elem(a + (unsigned)((jr * LH * FP + jc * LW) * (int)sizeof(T)), static_cast<const T*>(nullptr)),
+                                    acc[kl][jr * PXW + jc]);
+                    }
+                } else {
+                    unsigned ra[PXH];
+#pragma unroll
+                    for (int jr = 0; jr < PXH; ++jr) ra[jr] = sbase + (unsigned)rb[jr];
+#pragma unroll 4
+                    for (; t < e1; ++t) {
+                        const int2 nz = lds_entry(lb + (unsigned)t * 8u);
+                        const float v = __int_as_float(nz.x);
 #pragma unroll
                         for (int jr = 0; jr < PXH; ++jr) {
-                            const unsigned a = ra[jr] + off;
+                            const unsigned a = ra[jr] + (unsigned)nz.y;
 #pragma unroll
                             for (int jc = 0; jc < PXW; ++jc)
                                 acc[kl][jr * PXW + jc] =
@@ -298,7 +337,9 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
             }
             sv_cur = sv_nxt;
             sv_nxt = sv_nn;
-            en_cur = en_nxt;
+            bl0 = bl1;
+            bl1 = bl2;
+            bl2 = bl3;
         }
         __syncthreads(); /* every warp is done with the staged input (buffers are reused below / next n) */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -400,18 +441,23 @@ cudaError_t launch_cluster(K kernel, const Prm& p, int cl, size_t smem, dim3 gri
 #endif
 }
 
-template <typename T, int LW, int PXH, int PXW, int KW>
-cudaError_t launch_smem_sw(const SmemParams& p, size_t smem, dim3 grid, cudaStream_t s) {
+template <typename T, int LW, int PXH, int PXW, int KW, int SW, int FP>
+cudaError_t launch_smem_one(const SmemParams& p, size_t smem, dim3 grid, cudaStream_t s) {
     if (p.cl > 1) {
         grid.x *= (unsigned)p.cl;
-        if (p.sw == 1) return launch_cluster(smem_kernel<T, LW, PXH, PXW, KW, 1>, p, p.cl, smem, grid, s);
-        if (p.sw == 2) return launch_cluster(smem_kernel<T, LW, PXH, PXW, KW, 2>, p, p.cl, smem, grid, s);
-        return launch_cluster(smem_kernel<T, LW, PXH, PXW, KW, 0>, p, p.cl, smem, grid, s);
+        return launch_cluster(smem_kernel<T, LW, PXH, PXW, KW, SW, FP>, p, p.cl, smem, grid, s);
     }
-    if (p.sw == 1) smem_kernel<T, LW, PXH, PXW, KW, 1><<<grid, 256, smem, s>>>(p);
-    else if (p.sw == 2) smem_kernel<T, LW, PXH, PXW, KW, 2><<<grid, 256, smem, s>>>(p);
-    else smem_kernel<T, LW, PXH, PXW, KW, 0><<<grid, 256, smem, s>>>(p);
+    smem_kernel<T, LW, PXH, PXW, KW, SW, FP><<<grid, 256, smem, s>>>(p);
     return cudaGetLastError();
+}
+
+template <typename T, int LW, int PXH, int PXW, int KW>
+cudaError_t launch_smem_sw(const SmemParams& p, size_t smem, dim3 grid, cudaStream_t s) {
+    constexpr int FP = smem_detail::FixedPitch<T, LW, PXH>::value;
+    if (p.sw == 1 && p.sh == 1 && p.pitch == FP) return launch_smem_one<T, LW, PXH, PXW, KW, 1, FP>(p, smem, grid, s);
+    if (p.sw == 1) return launch_smem_one<T, LW, PXH, PXW, KW, 1, 0>(p, smem, grid, s);
+    if (p.sw == 2) return launch_smem_one<T, LW, PXH, PXW, KW, 2, 0>(p, smem, grid, s);
+    return launch_smem_one<T, LW, PXH, PXW, KW, 0, 0>(p, smem, grid, s);
 }
 
 template <typename T>

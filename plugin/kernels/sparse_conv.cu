@@ -72,6 +72,7 @@ struct SmemLayout {
     bool ok = false;
     int lead = 0, in_h = 0, pitch = 0, cstride = 0, cc = 0, groups = 0;
     int dense_chunks = 0; /* > 0: every group lists all of its chunks (SmemParams::dense_chunks) */
+    int lcap = 0, lbuf_off = 0; /* smem kernel: staged list buffers (SmemParams::lcap / lbuf_off) */
     size_t smem = 0;
     int2* entries = nullptr;
     int* seg = nullptr;
@@ -322,6 +323,39 @@ bool staged_geometry(const tsc_conv_desc& d, int TH, int TW, int es, int cl, Sta
     return true;
 }
 
+/* Largest number of distinct 4-byte words one shared-memory bank serves in one LDS of the smem kernel (lw lanes
+ * along the width sw elements apart, 32 / lw lane rows sh staged rows apart; every element shift for fp16). */
+int smem_bank_degree(int lw, int sh, int sw, int es, long long pitch) {
+    int worst = 0;
+    for (int shift = 0; shift < 4 / es; ++shift) {
+        long long word[32];
+        for (int l = 0; l < 32; ++l) word[l] = (((long long)(l / lw) * sh * pitch + (long long)(l % lw) * sw + shift) * es) / 4;
+        for (int bank = 0; bank < 32; ++bank) {
+            int distinct = 0;
+            for (int l = 0; l < 32; ++l) {
+                if (word[l] % 32 != bank) continue;
+                bool seen = false;
+                for (int m = 0; m < l && !seen; ++m) seen = word[m] == word[l];
+                distinct += seen ? 0 : 1;
+            }
+            worst = std::max(worst, distinct);
+        }
+    }
+    return worst;
+}
+
+/* Row pitch (elements, a multiple of 4) of the smem kernel's staged chunk: the smallest pitch >= the geometry's
+ * whose lane rows fall on distinct banks (fewest conflicts), growing the staged chunk by at most half. */
+long long smem_pitch(const tsc_conv_desc& d, int lw, int es, long long pitch0) {
+    long long best = pitch0;
+    int best_deg = smem_bank_degree(lw, d.stride_h, d.stride_w, es, pitch0);
+    for (long long pitch = pitch0 + 4; pitch <= pitch0 + 28 && 2 * pitch <= 3 * pitch0 && pitch <= 256; pitch += 4) {
+        const int deg = smem_bank_degree(lw, d.stride_h, d.stride_w, es, pitch);
+        if (deg < best_deg) { best = pitch; best_deg = deg; }
+    }
+    return best;
+}
+
 /* Shared-memory kernel layout for config `ci`: staged-chunk geometry, output channels dealt to warp
  * slots (sorted by nnz, snake order), and per (group, non-empty chunk, warp, channel of the slot) lists
  * of (value, byte offset in the staged chunk); a slot's lists are split evenly over its ns warps. */
@@ -332,15 +366,44 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
     const int TH = tsc::smem_tile_h(cfg.tile), TW = tsc::smem_tile_w(cfg.tile);
     StagedGeom sg;
     if (!staged_geometry(d, TH, TW, es, cfg.cl, &sg)) return TSC_OK; /* not available for this geometry */
-    const int lead = sg.lead, cc = sg.cc;
-    const long long in_h = sg.in_h, pitch = sg.pitch, cstride = sg.cstride;
+    const tsc::SmemTileInfo ti = tsc::smem_tile_info(cfg.tile);
+    const int lead = sg.lead;
+    const long long in_h = sg.in_h, pitch = smem_pitch(d, ti.lw, es, sg.pitch), cstride = in_h * pitch;
     const int slots = 8 / cfg.ns, cpb = slots * cfg.kw;
-    const int K = d.K, RS = d.R * d.S;
+    const int K = d.K, C = d.C, RS = d.R * d.S;
     const int G = (K + cpb - 1) / cpb;
     if (G > 65535) return TSC_OK;
+    /* output channels: sorted by nnz, snake-dealt to the G * slots warp slots (kw channels each) */
+    const std::vector<int> perm = deal_channels(w, K, G * slots, cfg.kw);
+    /* chunk size: the double-buffered input tile and the block's list of a chunk (8-byte entries) fit the budget */
+    std::vector<int> cnt((size_t)G * C, 0); /* nonzeros of group g's channels in input channel c */
+    for (size_t u = 0; u < perm.size(); ++u) {
+        const int k = perm[u];
+        if (k < 0) continue;
+        const size_t g = u / (size_t)cpb;
+        for (int i = w->row_offsets[k]; i < w->row_offsets[k + 1]; ++i) ++cnt[g * C + w->indices[i] / RS];
+    }
+    auto list_cap = [&](int cch) -> long long { /* longest block list of one chunk of cch channels */
+        long long worst = 0;
+        for (int g = 0; g < G; ++g)
+            for (int c0 = 0; c0 < C; c0 += cch) {
+                long long sum = 0;
+                for (int c = c0; c < std::min(C, c0 + cch); ++c) sum += cnt[(size_t)g * C + c];
+                worst = std::max(worst, sum);
+            }
+        return worst;
+    };
+    auto in_bytes = [&](int cch) -> long long { return ((long long)2 * cch * cstride * es + 15) / 16 * 16; };
+    int cc = (int)std::min<long long>(sg.cc, kSmemBudget / (2 * cstride * es));
+    long long lcap = cc >= 1 ? list_cap(cc) : 0;
+    while (cc > 1 && in_bytes(cc) + 16 * lcap > kSmemBudget) {
+        const int next = (int)std::max<long long>(1, std::min<long long>(cc - 1, (long long)cc * kSmemBudget / (in_bytes(cc) + 16 * lcap)));
+        cc = next;
+        lcap = list_cap(cc);
+    }
+    if (cc < 1 || in_bytes(cc) + 16 * lcap > kSmemBudget) return TSC_OK; /* not available */
     const int nch = (d.C + cc - 1) / cc;
     {
-        const tsc::SmemTileInfo ti = tsc::smem_tile_info(cfg.tile);
         const size_t red = (cfg.ns > 1 || cfg.cl > 1) ? (size_t)8 * cfg.kw * ti.pxh * ti.pxw * 32 * sizeof(float) : 0;
         out->lead = lead;
         out->in_h = (int)in_h;
@@ -348,12 +411,12 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
         out->cstride = (int)cstride;
         out->cc = cc;
         out->groups = G;
-        out->smem = std::max<size_t>((size_t)2 * cc * cstride * es, red);
+        out->lcap = (int)std::max<long long>(lcap, 1);
+        out->lbuf_off = (int)in_bytes(cc);
+        out->smem = std::max<size_t>((size_t)in_bytes(cc) + (size_t)16 * out->lcap, red);
         out->ok = out->smem <= (size_t)kSmemBudget;
     }
     if (!build || !out->ok) return TSC_OK; /* geometry only */
-    /* output channels: sorted by nnz, snake-dealt to the G * slots warp slots (kw channels each) */
-    const std::vector<int> perm = deal_channels(w, K, G * slots, cfg.kw);
     std::vector<int2> entries;
     entries.reserve((size_t)p->nnz);
     std::vector<int> seg, gch_off(1, 0), chunk_ids;
@@ -398,9 +461,10 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
 }
 
 /* Launch parameters of a staged-input kernel (smem or reuse) with output tile TH x TW, ns warps per slot and
- * cl blocks per cluster; false if the shape overflows the kernel's index types. */
+ * cl blocks per cluster; false if the shape overflows the kernel's index types. narrow: stage only the columns the
+ * tile reads (the smem kernel, whose pitch may be wider for its banks), else whole pitches. */
 bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int ns, int cl, int N, int H, int W, int P,
-                   int Q, const void* x, void* y, tsc::SmemParams* sp) {
+                   int Q, const void* x, void* y, tsc::SmemParams* sp, bool narrow = false) {
     const long long tiles = (long long)((P + TH - 1) / TH) * ((Q + TW - 1) / TW);
     if (ns < 1 || ns > 8 || (ns & (ns - 1)) || cl < 1 || (cl & (cl - 1))) return false; /* kernels shift by them */
     if (tiles * cl >= (1LL << 31) || (long long)H * W >= (1LL << 31) || (long long)P * Q >= (1LL << 31)) return false;
@@ -428,7 +492,13 @@ bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int n
     sp->clip_min = p->d.clip_min;
     sp->clip_max = p->d.clip_max;
     sp->dense_chunks = L.dense_chunks;
+    sp->lcap = L.lcap;
+    sp->lbuf_off = L.lbuf_off;
     sp->st_nv = sp->vec ? L.pitch / 4 : L.pitch;
+    if (narrow) { /* lead + the tile's input columns, in copy units */
+        const long long cols = L.lead + (long long)(TW - 1) * p->d.stride_w + (long long)(p->d.S - 1) * p->d.dilation_w + 1;
+        sp->st_nv = (int)std::min<long long>(sp->st_nv, sp->vec ? (cols + 3) / 4 : cols);
+    }
     if (sp->st_nv < 1 || sp->st_nv > 256 || L.in_h < 1) return false; /* layouts keep pitch <= 256 */
     sp->st_step = 256 / sp->st_nv;
     sp->st_step_c = sp->st_step / L.in_h;
@@ -448,7 +518,7 @@ bool smem_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P
     const SmemCfg cfg = kSmemCfgs[v.cfg];
     if (cfg.cl > 1 && !p->clusters) return false;
     return staged_params(p, L, tsc::smem_tile_h(cfg.tile), tsc::smem_tile_w(cfg.tile), cfg.ns, cfg.cl, N, H, W, P, Q,
-                         x, y, sp);
+                         x, y, sp, true);
 }
 
 /* TF32 value of v as fp32 bits (10-bit mantissa, round to nearest with ties away from zero, as the device's

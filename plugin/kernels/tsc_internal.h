@@ -100,6 +100,8 @@ struct SmemParams {
                              * + st_step_r rows */
     unsigned tw_magic, nv_magic, inh_magic; /* x / tiles_w, x / st_nv, x / in_h as __umulhi(x, magic) for the
                              * kernels' x ranges (host-checked, udiv_magic); 0: divide */
+    int lcap, lbuf_off;     /* smem kernel: entries per staged list buffer (a block's list of one listed chunk) and
+                             * byte offset of the two list buffers in dynamic shared memory (16-aligned) */
 };
 
 /* Host: multiplier m with x / d == __umulhi(x, m) for every 0 <= x < x_end (d >= 1), or 0 where none is exact
