@@ -170,7 +170,8 @@ if has ncu; then
 fi
 if has ncu-src; then
   say "ncu with per-instruction stall sampling (tuned variant)"
-  for spec in "resnet50_3x3_c64_h56|fp16|vector:16" "resnet50_3x3_c64_h56|fp32|unstructured"; do
+  # NCU_SPECS: space-separated layer|dtype|pattern (default: the round-6 pair)
+  for spec in ${NCU_SPECS:-resnet50_3x3_c64_h56|fp16|vector:16 resnet50_3x3_c64_h56|fp32|unstructured}; do
     IFS='|' read -r L DT PAT <<<"$spec"; tag="${L}_${DT}_${PAT%%:*}"
     idx=$(python3 bench/profile_layer.py $L --dtype $DT --pattern $PAT --runs 1 | awk '/^variant/{print $2}')
     ncu --clock-control none --set full --import-source no -k regex:kernel --launch-skip 3 --launch-count 1 \
