@@ -157,8 +157,10 @@ def _meta(torch, tcuda, peak_tflops, bw_gbs, launch_us):
         "device": torch.cuda.get_device_name(0), "sm_count": props.multi_processor_count,
         "compute_capability": "{}.{}".format(props.major, props.minor), "driver": drv,
         "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(), "torch": torch.__version__,
-        "python": platform.python_version(), "commit": git("rev-parse", "HEAD"),
-        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "python": platform.python_version(),
+        # TRT_SPARSE_COMMIT: the commit of record where the tree was copied without its current git state
+        "commit": os.environ.get("TRT_SPARSE_COMMIT") or git("rev-parse", "HEAD"),
+        "dirty": False if os.environ.get("TRT_SPARSE_COMMIT") else bool(git("status", "--porcelain", "--untracked-files=no")),
         "date": datetime.datetime.utcnow().replace(microsecond=0).isoformat() + "Z",
         "kernel_library": tcuda.find_library(), "fp32_fma_peak_tflops": peak_tflops,
         "copy_bandwidth_gbs": bw_gbs, "graph_launch_us": launch_us,
