@@ -36,13 +36,13 @@ from .reference import conv_output_size
 
 #: fitted coefficients per dtype: (sparse [s0..s3], dense [d0..d2]); see docs/PERFORMANCE.md
 COEFFS = {
-    "fp32": {"sparse": [2.2906, 0.4654, 0.2496, 0.1028, -0.175], "dense": [-0.018, 0.4644, -0.116]},
-    "fp16": {"sparse": [2.446, 0.0, 0.2657, 0.0, -0.2911, 0.4572], "dense": [-0.7096, 0.5008, -0.1929]},
+    "fp32": {"sparse": [2.6772, 0.4581, 0.2687, 0.0405, -0.2157], "dense": [-0.0123, 0.4644, -0.1241]},
+    "fp16": {"sparse": [2.4162, 0.0, 0.2642, 0.0, -0.2932, 0.4611], "dense": [-0.6902, 0.4986, -0.1892]},
 }
 #: source of COEFFS (results files the fit came from; 128 cases per dtype, sparsity <= 0.99)
-FIT_SOURCE = ("bench/results/h200_round6_full.json + bench/results/h200_round5_sweep.json "
-              "(H200, cuDNN 9.19, torch 2.11; round-6 kernels for the full sweep, round-5 kernels for the sparsity "
-              "sweep: fp32 sparse times differ by 1.05-1.08x geomean between the two)")
+FIT_SOURCE = ("bench/results/h200_round8_full.json + bench/results/h200_round8_sweep.json "
+              "(H200, cuDNN 9.19, torch 2.11; round-8 kernels for both: shared-memory nonzero lists, "
+              "bank-conflict-free pitch)")
 #: assumed slowdown of the generic kernel vs the register-tile kernel (not measured by the sweep)
 GENERIC_PENALTY = 3.0
 
