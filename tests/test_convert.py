@@ -421,6 +421,35 @@ def test_measured_policy_matches_geometry_batch_dtype_nearest_sparsity(tmp_path)
     assert all("no measurement" in layer.reason for layer in res16.layers)
 
 
+def test_measured_policy_uses_the_lower_bound_measurement(tmp_path):
+    # the layer's speedup is bounded below by a measurement at a lower sparsity, never by a sparser one
+    def entry(sparsity, sparse_us, dense_us=5.0):
+        return {"layer": {"name": "l", "C": 4, "K": 8, "H": 12, "W": 12, "kernel": 3, "stride": 1, "pad": 1,
+                          "dilation": 1}, "batch": 1, "sparsity": sparsity, "dtype": "fp32",
+                "sparse_us": sparse_us, "dense_us": {"cudnn": dense_us}}
+
+    def decide(results, sparsity):
+        path = tmp_path / "bench.json"
+        path.write_text(json.dumps({"meta": {}, "results": results}))
+        policy = MeasuredPolicy(str(path), 0.0, 1, "fp32")
+        layer = {"C": 4, "K": 8, "H": 12, "W": 12, "R": 3, "S": 3, "stride_h": 1, "stride_w": 1,
+                 "pads": [1, 1, 1, 1], "dilation_h": 1, "dilation_w": 1}
+        return policy.decide(layer, int(round((1 - sparsity) * 288)), sparsity)
+
+    # 0.93 lies between a losing 0.90 and a winning 0.95: the nearest (0.95) would convert, the bound keeps it dense
+    ok, reason, speedup = decide([entry(0.90, 6.0), entry(0.95, 4.0)], 0.93)
+    assert not ok and speedup == pytest.approx(5.0 / 6.0) and "0.900" in reason
+    # at (or within the tolerance of) a winning measurement: converts
+    ok, reason, speedup = decide([entry(0.90, 6.0), entry(0.95, 4.0)], 0.948)
+    assert ok and speedup == pytest.approx(1.25) and "0.950" in reason
+    # less sparse than every measurement: a win there is only an upper bound -> dense, with the reason
+    ok, reason, speedup = decide([entry(0.95, 4.0)], 0.90)
+    assert not ok and "upper bound" in reason and speedup == pytest.approx(1.25)
+    # ... and a loss there is still a loss
+    ok, reason, _ = decide([entry(0.95, 6.0)], 0.90)
+    assert not ok and "dense is faster" in reason
+
+
 def test_measured_policy_rejects_malformed_json(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"results": [{"layer": {"C": 1}}]}')

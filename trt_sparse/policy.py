@@ -128,16 +128,32 @@ class MeasuredPolicy(ThresholdPolicy):
         return {"name": self.name, "min_sparsity": self.min_sparsity, "batch": self.batch, "dtype": self.dtype,
                 "measurements": os.path.abspath(self.path), "entries": len(self.entries)}
 
+    #: sparsities this close count as the same (pruned layers rarely land on the benchmarked value exactly)
+    SPARSITY_TOLERANCE = 0.005
+
     def lookup(self, layer, sparsity, dtype):
-        """The measured entry with this geometry/batch/dtype and the nearest sparsity, or None."""
+        """The measured entry for this geometry/batch/dtype that bounds the layer's speedup from below.
+
+        Sparse time only falls as sparsity rises while the dense time does not change, so a measurement at
+        a sparsity at or below the layer's (within SPARSITY_TOLERANCE) is a lower bound: the nearest such
+        entry is returned. With only sparser measurements, the nearest of them is returned with
+        ``bound="upper"`` (its speedup overstates the layer's); None without any.
+        """
         key = geometry_key(layer)
-        best = None
+        below, above = None, None
         for e in self.entries:
             if e["key"] != key or e["batch"] != self.batch or e["dtype"] != dtype:
                 continue
-            if best is None or abs(e["sparsity"] - sparsity) < abs(best["sparsity"] - sparsity):
-                best = e
-        return best
+            if e["sparsity"] <= sparsity + self.SPARSITY_TOLERANCE:
+                if below is None or e["sparsity"] > below["sparsity"]:
+                    below = e
+            elif above is None or e["sparsity"] < above["sparsity"]:
+                above = e
+        if below is not None:
+            return dict(below, bound="lower")
+        if above is not None:
+            return dict(above, bound="upper")
+        return None
 
     def decide(self, layer, nnz, sparsity):
         """(convert, reason, measured speedup or None)."""
@@ -150,10 +166,14 @@ class MeasuredPolicy(ThresholdPolicy):
         e = self.lookup(layer, sparsity, dtype)
         if e is None:
             return False, "no measurement for this geometry at batch {} {}".format(self.batch, dtype), None
-        where = "measured at sparsity {:.2f}".format(e["sparsity"])
-        if e["speedup"] > 1.0:
-            return True, "{}: {:.2f}x".format(where, e["speedup"]), e["speedup"]
-        return False, "{}: {:.2f}x <= 1 (dense is faster)".format(where, e["speedup"]), e["speedup"]
+        where = "measured at sparsity {:.3f}".format(e["sparsity"])
+        if e["speedup"] <= 1.0:
+            return False, "{}: {:.2f}x <= 1 (dense is faster)".format(where, e["speedup"]), e["speedup"]
+        if e["bound"] == "upper":
+            return False, ("{}: {:.2f}x, but the layer ({:.3f}) is less sparse than every measurement, so that "
+                           "speedup is only an upper bound; benchmark at its sparsity".format(
+                               where, e["speedup"], sparsity)), e["speedup"]
+        return True, "{}: {:.2f}x".format(where, e["speedup"]), e["speedup"]
 
 
 def _pair(value, what):
