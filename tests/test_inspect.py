@@ -106,6 +106,50 @@ def test_cli_table(mixed_path, weights, capsys):
     assert "not a constant" in out
 
 
+def test_layers_json_for_bench_kernels(mixed_path, weights, tmp_path, capsys):
+    from trt_sparse.commands import bench_kernels_cmd as bk
+
+    out = tmp_path / "layers.json"
+    assert main(["inspect", mixed_path, "--layers-json", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "2 layers, 2 skipped" in err and "convC" in err
+    doc = json.loads(out.read_text())
+    by = {l["name"]: l for l in doc["layers"]}
+    assert set(by) == {"convA", "convB"}
+    sp_a = 1 - np.count_nonzero(weights["WA"]) / weights["WA"].size
+    assert by["convA"] == {"name": "convA", "C": 3, "K": 4, "H": 15, "W": 15, "kernel": 3, "stride": 1, "pad": 1,
+                           "dilation": 1, "sparsity": round(sp_a, 4)}
+    # SAME_UPPER 5x5 stride 2 on 15x15: symmetric pads of 2
+    assert (by["convB"]["kernel"], by["convB"]["stride"], by["convB"]["pad"], by["convB"]["H"]) == (5, 2, 2, 15)
+    reasons = {s["name"]: s["reason"] for s in doc["skipped"]}
+    assert "group 2" in reasons["convC"] and "not a constant" in reasons["Conv (output y)"]
+    # bench-kernels reads it back with each layer's own sparsity
+    layers = bk.load_layers(str(out))
+    assert [bk.layer_sparsities(l, None) for l in layers] == [[round(sp_a, 4)], [by["convB"]["sparsity"]]]
+    # never overwrites the model
+    assert main(["inspect", mixed_path, "--layers-json", mixed_path]) == 2
+    assert "must not overwrite the model" in capsys.readouterr().err
+
+
+def test_layers_json_needs_static_hw(tmp_path, weights, capsys):
+    w = weights["WA"]
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "W"], ["y"], name="c", pads=[1, 1, 1, 1])], "dyn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, "h", "w"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[numpy_helper.from_array(w, "W")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "dyn.onnx"
+    onnx.save_model(model, str(path))
+    out = tmp_path / "layers.json"
+    assert main(["inspect", str(path), "--layers-json", str(out)]) == 2  # no layer with a known H/W
+    assert "input H/W unknown" in capsys.readouterr().err and not out.exists()
+    assert main(["inspect", str(path), "--layers-json", str(out), "--input-shape", "x:1x3x20x24"]) == 0
+    lay = json.loads(out.read_text())["layers"][0]
+    assert (lay["H"], lay["W"], lay["C"], lay["K"]) == (20, 24, 3, 4)
+
+
 def test_cli_json(mixed_path, mixed_model, capsys):
     assert main(["inspect", mixed_path, "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)

@@ -1,4 +1,6 @@
 """Kernel library binding without a GPU: lookup, output dims, weight validation messages."""
+import json
+
 import numpy as np
 import pytest
 
@@ -103,6 +105,24 @@ def test_load_layers_errors(tmp_path):
     neg.write_text('{"layers": [{"name": "a", "C": 0, "K": 1, "H": 4, "W": 4, "kernel": 3}]}')
     with pytest.raises(TrtSparseError, match="non-positive"):
         bk.load_layers(str(neg))
+
+
+def test_load_layers_own_sparsity(tmp_path):
+    def write(sp):
+        path = tmp_path / "own.json"
+        path.write_text(json.dumps({"layers": [{"name": "a", "C": 4, "K": 8, "H": 6, "W": 6, "kernel": 3,
+                                                "sparsity": sp}]}))
+        return str(path)
+
+    assert bk.load_layers(write(0.913))[0]["sparsity"] == [0.913]
+    assert bk.load_layers(write([0.5, 0.9]))[0]["sparsity"] == [0.5, 0.9]
+    for bad in (1.0, -0.1, [], "x", [0.5, 2]):
+        with pytest.raises(TrtSparseError, match="'sparsity' must be"):
+            bk.load_layers(write(bad))
+    lay = bk.load_layers(write(0.913))[0]
+    assert bk.layer_sparsities(lay, None) == [0.913]            # the layer's own
+    assert bk.layer_sparsities(lay, [0.5]) == [0.5]             # --sparsity wins
+    assert bk.layer_sparsities({"name": "b"}, None) == list(bk.DEFAULT_SPARSITIES)
 
 
 def test_load_public_layers():

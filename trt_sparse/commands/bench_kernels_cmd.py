@@ -35,11 +35,16 @@ L2_ROTATE_BYTES = 120 << 20  # rotate buffers until ~2x the H200's 60 MB L2 (cap
 MAX_BUFFERS = 32
 
 
+#: sparsities of a layer without its own when --sparsity is not given
+DEFAULT_SPARSITIES = (0.9, 0.95)
+
+
 def add_arguments(parser):
     parser.add_argument("--layers", required=True, metavar="FILE", help="layers JSON (format of bench/layers.json)")
     parser.add_argument("--batch", type=int, nargs="+", default=[1, 8], metavar="N", help="batch sizes (default 1 8)")
-    parser.add_argument("--sparsity", type=float, nargs="+", default=[0.9, 0.95], metavar="S",
-                        help="sparsities (default 0.9 0.95)")
+    parser.add_argument("--sparsity", type=float, nargs="+", default=None, metavar="S",
+                        help="sparsities (default: a layer's own 'sparsity' from the layers file, as written by "
+                             "trt-sparse inspect --layers-json; else 0.9 0.95)")
     parser.add_argument("--dtype", nargs="+", default=["fp32", "fp16"], choices=["fp32", "fp16"],
                         help="I/O dtypes (default fp32 fp16)")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="only these layer names")
@@ -85,8 +90,24 @@ def load_layers(path):
             raise TrtSparseError("--layers {}: layers[{}] is malformed ({})".format(path, i, exc))
         if min(d["C"], d["K"], d["H"], d["W"], d["kernel"], d["stride"], d["dilation"]) < 1 or d["pad"] < 0:
             raise TrtSparseError("--layers {}: layers[{}] ({}) has a non-positive size".format(path, i, d["name"]))
+        if lay.get("sparsity") is not None:  # the layer's own sparsity (one value or a list)
+            own = lay["sparsity"] if isinstance(lay["sparsity"], list) else [lay["sparsity"]]
+            try:
+                own = [float(v) for v in own]
+            except (TypeError, ValueError):
+                own = []
+            if not own or not all(0.0 <= v < 1.0 for v in own):
+                raise TrtSparseError("--layers {}: layers[{}] ({}): 'sparsity' must be a number or a non-empty list "
+                                     "of numbers in [0, 1), got {!r}".format(path, i, d["name"], lay["sparsity"]))
+            d["sparsity"] = own
         out.append(d)
     return out
+
+
+def layer_sparsities(layer, requested):
+    """Sparsities to time ``layer`` at: ``requested`` (--sparsity) when given, else the layer's own, else the
+    defaults."""
+    return list(requested or layer.get("sparsity") or DEFAULT_SPARSITIES)
 
 
 def geomean(vals):
@@ -206,7 +227,7 @@ def run(args):
             raise TrtSparseError("--only matched no layer of {}".format(args.layers))
     from ..prune import parse_pattern
     vec = parse_pattern(args.pattern)
-    for s in args.sparsity:
+    for s in args.sparsity or ():
         if not 0.0 <= s < 1.0:
             raise TrtSparseError("--sparsity {} must be in [0, 1)".format(s))
     if os.path.abspath(args.json) == os.path.abspath(args.layers):
@@ -237,7 +258,8 @@ def run(args):
 
     cases = [(l, b, dt) for l in layers for b in args.batch for dt in args.dtype]
     results = []
-    bar = tqdm(total=len(cases) * len(args.sparsity), desc="bench-kernels", unit="case")
+    bar = tqdm(total=sum(len(layer_sparsities(l, args.sparsity)) for l, _, _ in cases), desc="bench-kernels",
+               unit="case")
     for lay, batch, dtype in cases:
         tdt = torch.float16 if dtype == "fp16" else torch.float32
         esz = 2 if dtype == "fp16" else 4
@@ -251,7 +273,8 @@ def run(args):
         xs = [torch.randn(N, C, H, W, device="cuda").to(tdt) for _ in range(nbuf)]
         ys = [torch.empty(N, K, P, Q, device="cuda", dtype=tdt) for _ in range(nbuf)]
         dense_cache = {}
-        for sparsity in args.sparsity:
+        geometry = {k: v for k, v in lay.items() if k != "sparsity"}
+        for sparsity in layer_sparsities(lay, args.sparsity):
             rng_w = np.random.default_rng([args.seed, int(round(sparsity * 1000)), C, K, R, H])
             w, sw = _pruned_weight(rng_w, lay, sparsity, vec)
             plan = tcuda.SparseConvPlan(sw, None, (st, st), (pd,) * 4, (dl, dl), 0, 0.0, 6.0, dtype, "NCHW",
@@ -277,7 +300,7 @@ def run(args):
             floor_us = max(flops / (peak * 1e12), nbytes / (bw * 1e9)) * 1e6 + launch_us
             speed = {k: dense[k] / sparse_us for k in ("tf32_best", "fp32_notf32", "fp16_best") if k in dense}
             results.append({
-                "layer": dict(lay), "batch": batch, "sparsity": sparsity, "dtype": dtype, "nnz": nnz,
+                "layer": dict(geometry), "batch": batch, "sparsity": sparsity, "dtype": dtype, "nnz": nnz,
                 "pattern": args.pattern, "allow_tf32": bool(args.allow_tf32 and dtype == "fp32"),
                 "sparse_us": sparse_us, "sparse_us_all": sparse_all, "sparse_variant": variant,
                 "dense_us": dense, "speedup": speed, "rel_err": rel,

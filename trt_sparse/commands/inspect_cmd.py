@@ -22,6 +22,12 @@ def add_arguments(parser):
     """Arguments of ``trt-sparse inspect``."""
     parser.add_argument("model", help="ONNX model (.onnx)")
     parser.add_argument("--json", action="store_true", help="print a JSON report instead of the table")
+    parser.add_argument("--layers-json", metavar="OUT.json",
+                        help="also write the Conv layers as a bench-kernels layers file, each with its own sparsity "
+                             "(then: trt-sparse bench-kernels --layers OUT.json on the target GPU, and convert "
+                             "--policy measured --measurements RESULT.json)")
+    parser.add_argument("--input-shape", action="append", default=[], metavar="NAME:D0xD1x...",
+                        help="static shape of a graph input with dynamic dims, for --layers-json (repeatable)")
 
 
 def _packed_bytes(w, mode):
@@ -32,7 +38,8 @@ def _packed_bytes(w, mode):
         return None, str(exc)
 
 
-def _layer(graph, node, index, shapes_cache):
+def conv_layer_row(graph, node, index, shapes_cache):
+    """Report row of one dense Conv node (``shapes_cache``: {"model": ..., optional "shapes": ...})."""
     name = node.name or "Conv (output {})".format(node.output[0] if node.output else "#{}".format(index))
     row = dict(name=name, op="Conv", weight=node.input[1] if len(node.input) > 1 else None, weight_shape=None, strides=None,
                pads=None, dilations=None, group=None, params=None, nnz=None, sparsity=None, dense_bytes=None,
@@ -134,7 +141,7 @@ def inspect_model(model):
     cache = {"model": model}
     for i, node in enumerate(graph.node):
         if node.op_type == "Conv" and node.domain in ("", "ai.onnx"):
-            layers.append(_layer(graph, node, i, cache))
+            layers.append(conv_layer_row(graph, node, i, cache))
         elif node.op_type == PLUGIN_NAME:
             layers.append(_sparse_layer(node, i))
     if not layers:
@@ -211,10 +218,34 @@ def format_table(report, title=None):
     return "\n".join(lines)
 
 
+def write_layers_json(model, model_path, out_path, input_shapes):
+    """Write the bench-kernels layers file of ``model`` to ``out_path`` (atomically); returns its dict."""
+    from ..bench_layers import bench_layers
+    from ..convert import static_shapes
+    from ..report import write_text_atomic
+
+    if os.path.abspath(out_path) == os.path.abspath(model_path):
+        raise TrtSparseError("--layers-json must not overwrite the model")
+    shapes = static_shapes(model, input_shapes, 1)
+    cache = {"model": model, "shapes": shapes}
+    rows = [(node, conv_layer_row(model.graph, node, i, cache)) for i, node in enumerate(model.graph.node)
+            if node.op_type == "Conv" and node.domain in ("", "ai.onnx")]
+    doc = bench_layers(rows, shapes, source=os.path.basename(model_path))
+    write_text_atomic(out_path, json.dumps(doc, indent=1) + "\n")
+    return doc
+
+
 def run(args):
-    """Print the per-layer report of ``args.model``; returns 0."""
+    """Print the per-layer report of ``args.model`` (and write ``--layers-json``); returns 0."""
     model = load_model(args.model)
     report = inspect_model(model)
+    if args.layers_json:
+        from ..verify import parse_input_shapes
+
+        doc = write_layers_json(model, args.model, args.layers_json, parse_input_shapes(args.input_shape))
+        print("wrote {}: {} layers, {} skipped{}".format(
+            args.layers_json, len(doc["layers"]), len(doc["skipped"]),
+            "".join("\n  skipped {}: {}".format(s["name"], s["reason"]) for s in doc["skipped"])), file=sys.stderr)
     if args.json:
         text = json.dumps(dict(model=args.model, **report), indent=2)
     else:
