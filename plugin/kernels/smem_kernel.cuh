@@ -79,7 +79,8 @@ __device__ __forceinline__ void cp_vec(float* dst, const float* src) {
     *reinterpret_cast<float4*>(dst) = __ldg(reinterpret_cast<const float4*>(src));
 #endif
 }
-__device__ __forceinline__ void cp_vec(__half* dst, const __half* src) {
+/* 8 bytes (8-byte aligned both sides), asynchronous on sm_80+. */
+__device__ __forceinline__ void cp_8(void* dst, const void* src) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(src));
@@ -87,6 +88,7 @@ __device__ __forceinline__ void cp_vec(__half* dst, const __half* src) {
     *reinterpret_cast<uint2*>(dst) = __ldg(reinterpret_cast<const uint2*>(src));
 #endif
 }
+__device__ __forceinline__ void cp_vec(__half* dst, const __half* src) { cp_8(dst, src); }
 __device__ __forceinline__ void zero_vec(float* dst) { *reinterpret_cast<float4*>(dst) = make_float4(0.f, 0.f, 0.f, 0.f); }
 __device__ __forceinline__ void zero_vec(__half* dst) { *reinterpret_cast<uint2*>(dst) = make_uint2(0u, 0u); }
 
@@ -101,15 +103,8 @@ __device__ __forceinline__ void cp_one(float* dst, const float* src) {
 }
 __device__ __forceinline__ void cp_one(__half* dst, const __half* src) { *dst = __ldg(src); }
 
-/* One 8-byte list entry, asynchronous on sm_80+. */
-__device__ __forceinline__ void cp_entry(int2* dst, const int2* src) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(src));
-#else
-    *dst = __ldg(src);
-#endif
-}
+/* One 8-byte list entry. */
+__device__ __forceinline__ void cp_entry(int2* dst, const int2* src) { cp_8(dst, src); }
 
 __device__ __forceinline__ void cp_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

@@ -2,6 +2,8 @@
 import os
 import sys
 
+from . import add_input_shape_argument
+
 HELP = "rewrite pruned Conv nodes of an ONNX model into SparseConv2d plugin nodes (verified, with a report)"
 
 
@@ -33,8 +35,7 @@ def add_arguments(p):
     p.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
                    help="keep Conv layers whose node name matches this shell pattern dense (repeatable)")
     p.add_argument("--no-fuse", action="store_true", help="do not fold BatchNormalization / fuse Relu, Clip")
-    p.add_argument("--input-shape", action="append", default=[], metavar="NAME:D0xD1x...",
-                   help="static shape of a graph input with dynamic dims other than the batch (repeatable)")
+    add_input_shape_argument(p)
     p.add_argument("--external-data", action="store_true",
                    help="write tensors to OUTPUT.data beside the model (needed above 2 GB)")
     p.add_argument("--no-verify", action="store_true", help="skip the numerical verification")

@@ -14,6 +14,7 @@ from .. import PLUGIN_NAME
 from .. import format as fmt
 from ..errors import FormatError, TrtSparseError, UnsupportedError
 from ..onnx_io import allow_tf32_value, conv_params, constant_value, load_model, node_attributes, tensor_shapes
+from . import add_input_shape_argument
 
 HELP = "show each Conv (and SparseConv2d) layer's shape, geometry, sparsity and dense vs packed weight bytes"
 
@@ -26,8 +27,7 @@ def add_arguments(parser):
                         help="also write the Conv layers as a bench-kernels layers file, each with its own sparsity "
                              "(then: trt-sparse bench-kernels --layers OUT.json on the target GPU, and convert "
                              "--policy measured --measurements RESULT.json)")
-    parser.add_argument("--input-shape", action="append", default=[], metavar="NAME:D0xD1x...",
-                        help="static shape of a graph input with dynamic dims, for --layers-json (repeatable)")
+    add_input_shape_argument(parser, "with dynamic dims, for --layers-json")
 
 
 def _packed_bytes(w, mode):

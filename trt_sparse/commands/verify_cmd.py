@@ -1,6 +1,8 @@
 """``trt-sparse verify``: compare an original model with its rewritten (SparseConv2d) version."""
 import sys
 
+from . import add_input_shape_argument
+
 HELP = "check that a rewritten model computes the same as the original (seeded random inputs)"
 
 
@@ -12,8 +14,7 @@ def add_arguments(p):
     p.add_argument("--rtol", type=float, default=None,
                    help="tolerance relative to max|output| (default 1e-4 exact, 1e-2 packed32 weights)")
     p.add_argument("--batch", type=int, default=1, help="size of a dynamic batch dim")
-    p.add_argument("--input-shape", action="append", default=[], metavar="NAME:D0xD1x...",
-                   help="static shape of an input with dynamic dims other than the batch (repeatable)")
+    add_input_shape_argument(p)
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
 
 
