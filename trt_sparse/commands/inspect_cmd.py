@@ -134,11 +134,14 @@ def _sparse_layer(node, index):
     return row
 
 
-def inspect_model(model):
-    """Report dict {"layers": [...], "totals": {...}} of every Conv / SparseConv2d node in the main graph."""
+def inspect_model(model, shapes=None):
+    """Report dict {"layers": [...], "totals": {...}} of every Conv / SparseConv2d node in the main graph.
+
+    ``shapes``: tensor name -> dims (``convert.static_shapes``) where the caller has them; else shape
+    inference runs only if a Conv with ``auto_pad`` SAME needs it."""
     graph = model.graph
     layers = []
-    cache = {"model": model}
+    cache = {"model": model} if shapes is None else {"model": model, "shapes": shapes}
     for i, node in enumerate(graph.node):
         if node.op_type == "Conv" and node.domain in ("", "ai.onnx"):
             layers.append(conv_layer_row(graph, node, i, cache))
@@ -218,19 +221,15 @@ def format_table(report, title=None):
     return "\n".join(lines)
 
 
-def write_layers_json(model, model_path, out_path, input_shapes):
-    """Write the bench-kernels layers file of ``model`` to ``out_path`` (atomically); returns its dict."""
+def write_layers_json(model, report, shapes, model_path, out_path):
+    """Write the bench-kernels layers file of ``model`` (its ``inspect_model`` report, computed with ``shapes``)
+    to ``out_path`` (atomically); returns its dict."""
     from ..bench_layers import bench_layers
-    from ..convert import static_shapes
     from ..report import write_text_atomic
 
-    if os.path.abspath(out_path) == os.path.abspath(model_path):
-        raise TrtSparseError("--layers-json must not overwrite the model")
-    shapes = static_shapes(model, input_shapes, 1)
-    cache = {"model": model, "shapes": shapes}
-    rows = [(node, conv_layer_row(model.graph, node, i, cache)) for i, node in enumerate(model.graph.node)
-            if node.op_type == "Conv" and node.domain in ("", "ai.onnx")]
-    doc = bench_layers(rows, shapes, source=os.path.basename(model_path))
+    conv_nodes = [n for n in model.graph.node if n.op_type == "Conv" and n.domain in ("", "ai.onnx")]
+    conv_rows = [r for r in report["layers"] if r["op"] == "Conv"]  # same order as the nodes
+    doc = bench_layers(list(zip(conv_nodes, conv_rows)), shapes, source=os.path.basename(model_path))
     write_text_atomic(out_path, json.dumps(doc, indent=1) + "\n")
     return doc
 
@@ -238,11 +237,17 @@ def write_layers_json(model, model_path, out_path, input_shapes):
 def run(args):
     """Print the per-layer report of ``args.model`` (and write ``--layers-json``); returns 0."""
     model = load_model(args.model)
-    report = inspect_model(model)
+    shapes = None
     if args.layers_json:
+        from ..convert import static_shapes
         from ..verify import parse_input_shapes
 
-        doc = write_layers_json(model, args.model, args.layers_json, parse_input_shapes(args.input_shape))
+        if os.path.abspath(args.layers_json) == os.path.abspath(args.model):
+            raise TrtSparseError("--layers-json must not overwrite the model")
+        shapes = static_shapes(model, parse_input_shapes(args.input_shape), 1)
+    report = inspect_model(model, shapes)
+    if args.layers_json:
+        doc = write_layers_json(model, report, shapes, args.model, args.layers_json)
         print("wrote {}: {} layers, {} skipped{}".format(
             args.layers_json, len(doc["layers"]), len(doc["skipped"]),
             "".join("\n  skipped {}: {}".format(s["name"], s["reason"]) for s in doc["skipped"])), file=sys.stderr)
