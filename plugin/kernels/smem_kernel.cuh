@@ -241,7 +241,10 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
 #pragma unroll
     for (int jr = 0; jr < PXH; ++jr)
         rb[jr] = (((lr + jr * LH) * sh) * pitch + lc * sw + p.lead) * (int)sizeof(T);
-    int cs0 = __ldg(p.gch_off + g), cs1 = __ldg(p.gch_off + g + 1);
+    const int dch = p.dense_chunks; /* > 0: chunk lists are implicit (no dependent index loads) */
+    int cs0 = dch > 0 ? g * dch : __ldg(p.gch_off + g);
+    int cs1 = dch > 0 ? cs0 + dch : __ldg(p.gch_off + g + 1);
+    const int cbase = g * dch;
     cluster_share(cl, rank, &cs0, &cs1);
     const int buf_elems = p.cc * p.cstride;
     T* const sbuf = reinterpret_cast<T*>(smem_raw);
@@ -258,7 +261,17 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
     };
     /* first entry of listed chunk i's block list (i <= cs1: seg ends with the total) */
     auto blk_at = [&](int i) -> int { return i <= cs1 ? __ldg(p.seg + (long long)i * 8 * KW) : 0; };
-
+    /* input channel chunk of listed chunk i */
+    auto chunk_of = [&](int i) -> int { return dch > 0 ? i - cbase : __ldg(p.chunk_ids + i); };
+    /* direct-store epilogue (ns == 1, no cluster): the warp's output channels and their bias, loaded before
+     * the main loop so that the last chunk is not followed by two dependent global round trips */
+    int k_out[KW];
+    float b_out[KW];
+#pragma unroll
+    for (int kl = 0; kl < KW; ++kl) {
+        k_out[kl] = (ns == 1 && cl == 1) ? __ldg(p.perm + g * cpb + warp * KW + kl) : -1;
+        b_out[kl] = k_out[kl] >= 0 ? __ldg(p.bias + k_out[kl]) : 0.0f;
+    }
     for (int n = blockIdx.z; n < p.N; n += gridDim.z) {
         const T* xn = x + (long long)n * p.C * p.H * p.W;
         float acc[KW][PX];
@@ -273,7 +286,7 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
         int sv_cur = seg_at(cs0), sv_nxt = seg_at(cs0 + 1);
         int bl0 = blk_at(cs0), bl1 = blk_at(cs0 + 1), bl2 = blk_at(cs0 + 2);
         if (cs0 < cs1) {
-            stage<T>(p, sl, xn, sbuf, __ldg(p.chunk_ids + cs0) * p.cc, iy0, ix0);
+            stage<T>(p, sl, xn, sbuf, chunk_of(cs0) * p.cc, iy0, ix0);
             stage_list(p, bl0, bl1, lbuf);
         }
         cp_commit();
@@ -284,7 +297,7 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
             __syncthreads();
             const int b = (i - cs0) & 1;
             if (i + 1 < cs1) {
-                stage<T>(p, sl, xn, sbuf + (b ^ 1) * buf_elems, __ldg(p.chunk_ids + i + 1) * p.cc, iy0, ix0);
+                stage<T>(p, sl, xn, sbuf + (b ^ 1) * buf_elems, chunk_of(i + 1) * p.cc, iy0, ix0);
                 stage_list(p, bl1, bl2, lbuf + (b ^ 1) * p.lcap);
                 cp_commit();
             }
@@ -370,9 +383,9 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
         if (ns == 1) {
 #pragma unroll
             for (int kl = 0; kl < KW; ++kl) {
-                const int k = __ldg(p.perm + g * cpb + warp * KW + kl);
+                const int k = k_out[kl];
                 if (k < 0) continue;
-                const float bk = __ldg(p.bias + k);
+                const float bk = b_out[kl];
                 T* yk = y + ((long long)n * p.K + k) * p.P * p.Q;
 #pragma unroll
                 for (int jr = 0; jr < PXH; ++jr) {

@@ -457,6 +457,7 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
         gch_off.push_back((int)chunk_ids.size());
     }
     seg.push_back((int)entries.size());
+    out->dense_chunks = (long long)chunk_ids.size() == (long long)G * nch ? nch : 0; /* every group lists all */
     return upload_staged(out, entries, seg, gch_off, chunk_ids, perm);
 }
 
