@@ -186,6 +186,59 @@ def test_smem_multichunk_and_unaligned_input(dtype, aligned):
     assert not bad, "seed {} dtype {} aligned {}: {}".format(seed, dtype, aligned, bad)
 
 
+# (name, C, K, R, stride, pads, dilation, N, H, W): TMA-eligible inputs (W x elem a multiple of 16 bytes) with pads,
+# strides, a channel tail (C not a multiple of the chunk), tiles hanging over the map, and channels enough for clusters
+TMA_SHAPES = [
+    ("s1_w16", 24, 20, 3, 1, (1, 1, 1, 1), 1, 2, 15, 16),
+    ("s1_w56_tail", 70, 33, 3, 1, (1, 1, 1, 1), 1, 1, 56, 56),
+    ("s1_pad2_5x5", 19, 17, 5, 1, (2, 2, 2, 2), 1, 1, 21, 24),
+    ("s2_w40", 36, 24, 3, 2, (1, 1, 1, 1), 1, 3, 23, 40),
+    ("dil2_asym", 20, 12, 3, 1, (2, 1, 0, 2), 2, 1, 18, 32),
+    ("c512_w8_cluster", 512, 24, 3, 1, (1, 1, 1, 1), 1, 1, 8, 8),
+    ("1x1_w32", 64, 40, 1, 1, (0, 0, 0, 0), 1, 2, 9, 32),
+]
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+@pytest.mark.parametrize("shape", TMA_SHAPES, ids=[t[0] for t in TMA_SHAPES])
+def test_tma_staging_matches_cp_async(shape, dtype, monkeypatch):
+    """sm_90: every smem variant staged by the Tensor Memory Accelerator gives bit-identical outputs to the same
+    variant staged by per-thread cp.async (TRT_SPARSE_NO_TMA=1 at plan creation) and matches the reference
+    (zero padding, the last chunk's missing channels and tiles past the map edge come from TMA's out-of-bounds
+    fill)."""
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("TMA staging needs sm_90+")
+    name, C, K, R, st, pads, dl, N, H, W = shape
+    seed = secrets.randbits(32)
+    rng = np.random.default_rng(seed)
+    sw = random_sparse_weight(rng, K, C, R, R, 0.9)
+    bias = rng.standard_normal(K).astype(np.float32)
+    tdt = torch.float16 if dtype == "fp16" else torch.float32
+    xt = torch.from_numpy(rng.standard_normal((N, C, H, W)).astype(np.float32)).to("cuda", tdt)
+    ref = reference.sparse_conv2d(xt.float().cpu().numpy().astype(np.float64), sw, bias, (st, st), pads, (dl, dl), 1)
+    monkeypatch.delenv("TRT_SPARSE_NO_TMA", raising=False)
+    plan_tma = tcuda.SparseConvPlan(sw, bias, (st, st), pads, (dl, dl), 1, 0.0, 6.0, dtype)
+    monkeypatch.setenv("TRT_SPARSE_NO_TMA", "1")
+    plan_cp = tcuda.SparseConvPlan(sw, bias, (st, st), pads, (dl, dl), 1, 0.0, 6.0, dtype)
+    monkeypatch.delenv("TRT_SPARSE_NO_TMA")
+    assert " tma=1" in plan_tma.describe() and " tma=0" in plan_cp.describe()
+    names = plan_tma.variants(N, H, W)
+    assert names == plan_cp.variants(N, H, W)
+    smem = [(i, n) for i, n in enumerate(names) if n.startswith("smem(")]
+    assert smem, names
+    y = torch.empty(plan_tma.output_shape(tuple(xt.shape)), device="cuda", dtype=tdt)
+    for i, n in smem:
+        outs = []
+        for plan in (plan_tma, plan_cp):
+            y.fill_(float("nan"))
+            plan.enqueue_variant(i, xt, y)
+            torch.cuda.synchronize()
+            outs.append(y.clone())
+        assert torch.equal(outs[0], outs[1]), "seed {} {} {}: TMA and cp.async outputs differ".format(seed, name, n)
+        err = _rel_err(outs[0].float().cpu().numpy(), ref)
+        assert err < TOL[dtype], "seed {} {} {}: rel err {}".format(seed, name, n, err)
+
+
 @pytest.mark.parametrize("sparsity", [0.5, 0.9])
 def test_half2_accuracy_deep_reduction(sparsity):
     """fp16 I/O with half2 arithmetic (reuse kernel): fp16 products and fp16 partial sums over at most 16

@@ -2,7 +2,7 @@
 # One device call for the kernel work: build (sm_90), GPU tests, compute-sanitizer, benchmark.
 #   [DEADLINE=S] bash tools/device_kernels.sh [build] [test] [sanitize] [sanitize-quick] [plan-memory] [bench-quick]
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
-#                                             [mma] [tf32] [bench-vector] [bench-tf32]
+#                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Logs and JSON go to $OUT (default ./device_out); a short table is printed last.
@@ -37,7 +37,7 @@ if has sanitize && fits 60; then
   SUB="basic or odd_sizes or stride2 or 1x1 or k_tail_70 or batch3 or skewed or dilation2 or c_many or vector or sp0 or sp50"
   for tool in memcheck racecheck; do
     compute-sanitizer --tool $tool --error-exitcode 99 python3 -m pytest -q -m gpu tests/test_kernels_gpu.py \
-      -k "test_every_variant_matches_reference and ($SUB)" >"$OUT/sanitize_$tool.log" 2>&1
+      -k "(test_every_variant_matches_reference and ($SUB)) or test_tma_staging" >"$OUT/sanitize_$tool.log" 2>&1
     rc=$?; say "$tool rc=$rc"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitize_$tool.log" | tail -3
     [ $rc -eq 0 ] || status=1
   done
@@ -116,6 +116,13 @@ if has bench-full && fits 110; then
   say "bench full sweep"
   python3 -m trt_sparse bench-kernels --layers bench/layers.json --batch 1 8 --sparsity 0.9 0.95 \
     --dtype fp32 fp16 --json "$OUT/bench_full.json" --plot "$OUT/bench_full.png" 2>"$OUT/bench_full.err" || status=1
+fi
+if has ab-tma && fits 90; then
+  say "A/B in one process: smem variants staged by TMA (A) vs cp.async (B: TRT_SPARSE_NO_TMA=1)"
+  timeout 300 python3 bench/env_ab.py --env TRT_SPARSE_NO_TMA=1 --batch 1 8 --sparsity 0.9 --dtype fp32 fp16 \
+    --only $(python3 -c "import json;print(' '.join(l['name'] for l in json.load(open('bench/layers.json'))['layers'] if l['kernel']==3 and l['stride']==1))") \
+    --json "$OUT/ab_tma.json" >"$OUT/ab_tma.log" 2>&1 || status=1
+  tail -3 "$OUT/ab_tma.log"
 fi
 if has bench-tf32 && fits 60; then
   say "bench fp32 I/O with TF32 allowed (own regime: sparse TF32 mma vs dense TF32), 3x3 s1 layers"

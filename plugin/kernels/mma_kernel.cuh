@@ -286,7 +286,7 @@ cudaError_t launch_mma_cfg(const MmaParams& p, size_t smem, cudaStream_t s) {
     if (p.s.cl != CL) return cudaErrorInvalidValue;
     dim3 grid((unsigned)(p.s.tiles_h * p.s.tiles_w * CL), (unsigned)p.s.groups,
               (unsigned)(p.s.N < 65535 ? p.s.N : 65535));
-    if (CL > 1) return launch_cluster(mma_kernel<T, TH, TW, WG, WP, WS, NT, CL>, p, CL, smem, grid, s);
+    if (CL > 1) return launch_cluster(mma_kernel<T, TH, TW, WG, WP, WS, NT, CL>, CL, smem, grid, s, p);
     mma_kernel<T, TH, TW, WG, WP, WS, NT, CL><<<grid, 256, smem, s>>>(p);
     return cudaGetLastError();
 }

@@ -30,6 +30,13 @@
 #if defined(CUDART_VERSION) && CUDART_VERSION >= 12000
 #define TSC_HAS_CLUSTERS 1 /* cudaLaunchKernelEx with a cluster dimension */
 #endif
+/* The tensor-map parameter is __grid_constant__ (its address is what a TMA copy takes) where the toolkit and the
+ * device pass support it. */
+#if defined(TSC_HAS_TMA) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 700)
+#define TSC_GRID_CONST __grid_constant__
+#else
+#define TSC_GRID_CONST
+#endif
 
 namespace tsc {
 namespace smem_detail {
@@ -133,6 +140,41 @@ __device__ __forceinline__ float ld_peer(const float* local, unsigned rank) {
 }
 #endif
 
+#if defined(TSC_HAS_TMA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define TSC_TMA_DEVICE 1 /* this device pass has the Tensor Memory Accelerator path */
+/* mbarrier at shared-window address a: init with one arrival, publish the init to the async proxy. */
+__device__ __forceinline__ void mbar_init(unsigned a) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(a) : "memory");
+}
+__device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+/* The one arrival of this phase, expecting `bytes` of asynchronous copies. */
+__device__ __forceinline__ void mbar_expect_tx(unsigned a, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(a), "r"(bytes) : "memory");
+}
+/* Wait until the phase with the given parity has completed. */
+__device__ __forceinline__ void mbar_wait(unsigned a, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done) : "r"(a), "r"(parity) : "memory");
+    } while (!done);
+}
+/* Order this thread's generic-proxy shared-memory accesses before later async-proxy (TMA) writes. */
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+/* Box (x, y, c, n) of the 4-D tensor map at tmap into shared-window address dst, completing on mbarrier bar;
+ * out-of-bounds elements (padding, past the last channel) are written as zeros. */
+__device__ __forceinline__ void tma_load_4d(unsigned dst, const void* tmap, int x, int y, int c, int n, unsigned bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];"
+        ::"r"(dst), "l"(tmap), "r"(x), "r"(y), "r"(c), "r"(n), "r"(bar) : "memory");
+}
+/* `bytes` (a multiple of 16; both addresses 16-aligned) from global src to shared-window address dst. */
+__device__ __forceinline__ void bulk_load(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+#endif
+
 /* With cl > 1 blocks per cluster: narrow the listed-chunk range [*cs0, *cs1) to block `rank`'s share. */
 __device__ __forceinline__ void cluster_share(int cl, int rank, int* cs0, int* cs1) {
     if (cl > 1) { /* cl is a power of two (1, 2, 4, 8): shifts, no division */
@@ -214,11 +256,12 @@ struct FixedPitch {
 
 }  // namespace smem_detail
 
-/* LW lanes along the width, PXH x PXW pixels per lane, KW output channels per warp slot,
+/* LW lanes along the width, PXH x PXW pixels per lane, KW output channels per warp slot (the 2-accumulator 8x8 x KW 1
+ * tile is held to 64 registers: 4 blocks per SM),
  * SW compile-time horizontal stride (0: runtime p.sw), FP compile-time row pitch (0: runtime p.pitch; > 0 only
  * with stride 1 both ways and p.pitch == FP: every pixel's address is the nonzero's plus an immediate). */
 template <typename T, int LW, int PXH, int PXW, int KW, int SW, int FP>
-__global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
+__global__ void __launch_bounds__(256, KW == 1 && PXH * PXW <= 2 ? 4 : 2) smem_kernel(SmemParams p, const TSC_GRID_CONST TmaDesc tmap) {
     using namespace smem_detail;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     constexpr int LH = 32 / LW;
@@ -246,9 +289,38 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
     int cs1 = dch > 0 ? cs0 + dch : __ldg(p.gch_off + g + 1);
     const int cbase = g * dch;
     cluster_share(cl, rank, &cs0, &cs1);
-    const int buf_elems = p.cc * p.cstride;
+    const int buf_elems = p.bstride;
     T* const sbuf = reinterpret_cast<T*>(smem_raw);
     int2* const lbuf = reinterpret_cast<int2*>(smem_raw + p.lbuf_off); /* two list buffers of p.lcap entries */
+#if defined(TSC_TMA_DEVICE)
+    /* TMA staging (p.tma): thread 0 issues one bulk tensor copy of the chunk's zero-padded input box and one bulk copy
+     * of the block's list per listed chunk, both completing on the buffer's mbarrier; every thread waits on it. */
+    const unsigned mbar = smem_addr(smem_raw + p.mbar_off);
+    const bool tma = p.tma != 0 && (smem_addr(smem_raw) & 127u) == 0u; /* box destinations 128-aligned */
+    if (tma) {
+        if (threadIdx.x == 0) {
+            mbar_init(mbar);
+            mbar_init(mbar + 8u);
+            mbar_init_fence();
+        }
+        __syncthreads();
+    }
+    unsigned phase = 0u; /* bit b: parity of buffer b's next phase */
+    /* thread 0: listed chunk of input channels c0.. of image n, block list entries [lo, hi), into buffer bb; the
+     * list copy is widened to even entry bounds (16-byte units; the layout holds lcap >= hi - lo + 2 and two spare
+     * entries past the end) */
+    auto tma_stage = [&](int bb, int c0, int lo, int hi, int n) {
+        const int lo2 = lo & ~1, hi2 = (hi + 1) & ~1;
+        const unsigned lbytes = (unsigned)(hi2 - lo2) * 8u;
+        const unsigned bar = mbar + 8u * (unsigned)bb;
+        mbar_expect_tx(bar, (unsigned)(p.cc * p.cstride) * (unsigned)sizeof(T) + lbytes);
+        tma_load_4d(smem_addr(sbuf + bb * buf_elems), &tmap, ix0, iy0, c0, n, bar);
+        if (lbytes) bulk_load(smem_addr(lbuf + bb * p.lcap), p.entries + lo2, lbytes, bar);
+    };
+#else
+    const bool tma = false;
+    (void)tmap;
+#endif
     const int ns = p.ns;
     const int cpb = (8 >> (__ffs(ns) - 1)) * KW; /* ns is 1, 2, 4 or 8 */
     const T* __restrict__ x = reinterpret_cast<const T*>(p.x);
@@ -274,6 +346,12 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
     }
     for (int n = blockIdx.z; n < p.N; n += gridDim.z) {
         const T* xn = x + (long long)n * p.C * p.H * p.W;
+#if defined(TSC_TMA_DEVICE)
+        if (tma && n != (int)blockIdx.z) { /* the previous image's epilogue may have written shared memory */
+            fence_proxy_async();
+            __syncthreads();
+        }
+#endif
         float acc[KW][PX];
 #pragma unroll
         for (int kl = 0; kl < KW; ++kl)
@@ -286,24 +364,44 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
         int sv_cur = seg_at(cs0), sv_nxt = seg_at(cs0 + 1);
         int bl0 = blk_at(cs0), bl1 = blk_at(cs0 + 1), bl2 = blk_at(cs0 + 2);
         if (cs0 < cs1) {
-            stage<T>(p, sl, xn, sbuf, chunk_of(cs0) * p.cc, iy0, ix0);
-            stage_list(p, bl0, bl1, lbuf);
+#if defined(TSC_TMA_DEVICE)
+            if (tma) {
+                if (threadIdx.x == 0) tma_stage(0, chunk_of(cs0) * p.cc, bl0, bl1, n);
+            } else
+#endif
+            {
+                stage<T>(p, sl, xn, sbuf, chunk_of(cs0) * p.cc, iy0, ix0);
+                stage_list(p, bl0, bl1, lbuf);
+            }
         }
         cp_commit();
         for (int i = cs0; i < cs1; ++i) {
             const int bl3 = blk_at(i + 3);
             const int sv_nn = seg_at(i + 2);
+            const int b = (i - cs0) & 1;
+#if defined(TSC_TMA_DEVICE)
+            if (tma) {
+                mbar_wait(mbar + 8u * (unsigned)b, (phase >> b) & 1u);
+                phase ^= 1u << b;
+            } else
+#endif
             cp_wait_all();
             __syncthreads();
-            const int b = (i - cs0) & 1;
             if (i + 1 < cs1) {
-                stage<T>(p, sl, xn, sbuf + (b ^ 1) * buf_elems, chunk_of(i + 1) * p.cc, iy0, ix0);
-                stage_list(p, bl1, bl2, lbuf + (b ^ 1) * p.lcap);
-                cp_commit();
+#if defined(TSC_TMA_DEVICE)
+                if (tma) {
+                    if (threadIdx.x == 0) tma_stage(b ^ 1, chunk_of(i + 1) * p.cc, bl1, bl2, n);
+                } else
+#endif
+                {
+                    stage<T>(p, sl, xn, sbuf + (b ^ 1) * buf_elems, chunk_of(i + 1) * p.cc, iy0, ix0);
+                    stage_list(p, bl1, bl2, lbuf + (b ^ 1) * p.lcap);
+                    cp_commit();
+                }
             }
             const unsigned sbase = smem_addr(sbuf + b * buf_elems);
-            /* entry t (a global list index) of this chunk sits at lb + 8 t (mod 2^32) */
-            const unsigned lb = smem_addr(lbuf + b * p.lcap) - (unsigned)bl0 * 8u;
+            /* entry t (a global list index) of this chunk sits at lb + 8 t (mod 2^32); TMA copies from an even index */
+            const unsigned lb = smem_addr(lbuf + b * p.lcap) - (unsigned)(tma ? (bl0 & ~1) : bl0) * 8u;
 #pragma unroll
             for (int kl = 0; kl < KW; ++kl) {
                 int t = __shfl_sync(kFull, sv_cur, kl);
@@ -426,9 +524,10 @@ __global__ void __launch_bounds__(256, 2) smem_kernel(SmemParams p) {
     }
 }
 
-/* Cluster launch of kernel(p) with cl blocks per cluster along x; cudaErrorNotSupported without cluster support. */
-template <typename K, typename Prm>
-cudaError_t launch_cluster(K kernel, const Prm& p, int cl, size_t smem, dim3 grid, cudaStream_t s) {
+/* Cluster launch of kernel(args...) with cl blocks per cluster along x; cudaErrorNotSupported without cluster
+ * support. */
+template <typename K, typename... Args>
+cudaError_t launch_cluster(K kernel, int cl, size_t smem, dim3 grid, cudaStream_t s, const Args&... args) {
 #if defined(TSC_HAS_CLUSTERS)
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
@@ -442,45 +541,49 @@ cudaError_t launch_cluster(K kernel, const Prm& p, int cl, size_t smem, dim3 gri
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    return cudaLaunchKernelEx(&cfg, kernel, p);
+    return cudaLaunchKernelEx(&cfg, kernel, args...);
 #else
-    (void)kernel; (void)p; (void)cl; (void)smem; (void)grid; (void)s;
+    (void)kernel; (void)cl; (void)smem; (void)grid; (void)s;
     return cudaErrorNotSupported;
 #endif
 }
 
 template <typename T, int LW, int PXH, int PXW, int KW, int SW, int FP>
-cudaError_t launch_smem_one(const SmemParams& p, size_t smem, dim3 grid, cudaStream_t s) {
+cudaError_t launch_smem_one(const SmemParams& p, const TmaDesc& tm, size_t smem, dim3 grid, cudaStream_t s) {
     if (p.cl > 1) {
         grid.x *= (unsigned)p.cl;
-        return launch_cluster(smem_kernel<T, LW, PXH, PXW, KW, SW, FP>, p, p.cl, smem, grid, s);
+        return launch_cluster(smem_kernel<T, LW, PXH, PXW, KW, SW, FP>, p.cl, smem, grid, s, p, tm);
     }
-    smem_kernel<T, LW, PXH, PXW, KW, SW, FP><<<grid, 256, smem, s>>>(p);
+    smem_kernel<T, LW, PXH, PXW, KW, SW, FP><<<grid, 256, smem, s>>>(p, tm);
     return cudaGetLastError();
 }
 
 template <typename T, int LW, int PXH, int PXW, int KW>
-cudaError_t launch_smem_sw(const SmemParams& p, size_t smem, dim3 grid, cudaStream_t s) {
+cudaError_t launch_smem_sw(const SmemParams& p, const TmaDesc& tm, size_t smem, dim3 grid, cudaStream_t s) {
     constexpr int FP = smem_detail::FixedPitch<T, LW, PXH>::value;
-    if (p.sw == 1 && p.sh == 1 && p.pitch == FP) return launch_smem_one<T, LW, PXH, PXW, KW, 1, FP>(p, smem, grid, s);
-    if (p.sw == 1) return launch_smem_one<T, LW, PXH, PXW, KW, 1, 0>(p, smem, grid, s);
-    if (p.sw == 2) return launch_smem_one<T, LW, PXH, PXW, KW, 2, 0>(p, smem, grid, s);
-    return launch_smem_one<T, LW, PXH, PXW, KW, 0, 0>(p, smem, grid, s);
+    if (p.sw == 1 && p.sh == 1 && p.pitch == FP) return launch_smem_one<T, LW, PXH, PXW, KW, 1, FP>(p, tm, smem, grid, s);
+    if (p.sw == 1) return launch_smem_one<T, LW, PXH, PXW, KW, 1, 0>(p, tm, smem, grid, s);
+    if (p.sw == 2) return launch_smem_one<T, LW, PXH, PXW, KW, 2, 0>(p, tm, smem, grid, s);
+    return launch_smem_one<T, LW, PXH, PXW, KW, 0, 0>(p, tm, smem, grid, s);
 }
 
 template <typename T>
-cudaError_t launch_smem_t(int tile, int kw, const SmemParams& p, size_t smem, cudaStream_t s) {
+cudaError_t launch_smem_t(int tile, int kw, const SmemParams& p, const TmaDesc* tmap, size_t smem, cudaStream_t s) {
+    TmaDesc tm;
+    if (p.tma && tmap) tm = *tmap;
+    else for (int i = 0; i < 16; ++i) tm.opaque[i] = 0ull;
+    if (p.tma && !tmap) return cudaErrorInvalidValue;
     const SmemTileInfo ti = smem_tile_info(tile);
     dim3 grid((unsigned)(p.tiles_h * p.tiles_w), (unsigned)p.groups, (unsigned)(p.N < 65535 ? p.N : 65535));
     (void)ti;
     switch (tile * 8 + kw) {
-        case 0 * 8 + 1: return launch_smem_sw<T, 16, 4, 2, 1>(p, smem, grid, s);
-        case 0 * 8 + 2: return launch_smem_sw<T, 16, 4, 2, 2>(p, smem, grid, s);
-        case 0 * 8 + 4: return launch_smem_sw<T, 16, 4, 2, 4>(p, smem, grid, s);
-        case 1 * 8 + 1: return launch_smem_sw<T, 8, 4, 2, 1>(p, smem, grid, s);
-        case 1 * 8 + 2: return launch_smem_sw<T, 8, 4, 2, 2>(p, smem, grid, s);
-        case 2 * 8 + 1: return launch_smem_sw<T, 8, 2, 1, 1>(p, smem, grid, s);
-        case 2 * 8 + 2: return launch_smem_sw<T, 8, 2, 1, 2>(p, smem, grid, s);
+        case 0 * 8 + 1: return launch_smem_sw<T, 16, 4, 2, 1>(p, tm, smem, grid, s);
+        case 0 * 8 + 2: return launch_smem_sw<T, 16, 4, 2, 2>(p, tm, smem, grid, s);
+        case 0 * 8 + 4: return launch_smem_sw<T, 16, 4, 2, 4>(p, tm, smem, grid, s);
+        case 1 * 8 + 1: return launch_smem_sw<T, 8, 4, 2, 1>(p, tm, smem, grid, s);
+        case 1 * 8 + 2: return launch_smem_sw<T, 8, 4, 2, 2>(p, tm, smem, grid, s);
+        case 2 * 8 + 1: return launch_smem_sw<T, 8, 2, 1, 1>(p, tm, smem, grid, s);
+        case 2 * 8 + 2: return launch_smem_sw<T, 8, 2, 1, 2>(p, tm, smem, grid, s);
         default: return cudaErrorInvalidValue;
     }
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -16,6 +17,9 @@
 #include "sparse_conv.h"
 #include "tsc_bench.h"
 #include "tsc_internal.h"
+#if defined(TSC_HAS_TMA)
+#include <cudaTypedefs.h> /* PFN_cuTensorMapEncodeTiled (the driver function is looked up at run time) */
+#endif
 
 namespace tsc {
 static const TileCfgInfo kCfgTable[GEOM_COUNT][TILE_CFGS] =
@@ -73,6 +77,7 @@ struct SmemLayout {
     int lead = 0, in_h = 0, pitch = 0, cstride = 0, cc = 0, groups = 0;
     int dense_chunks = 0; /* > 0: every group lists all of its chunks (SmemParams::dense_chunks) */
     int lcap = 0, lbuf_off = 0; /* smem kernel: staged list buffers (SmemParams::lcap / lbuf_off) */
+    int bstride = 0, mbar_off = 0; /* smem kernel: input buffer stride (elements), mbarriers (SmemParams) */
     size_t smem = 0;
     int2* entries = nullptr;
     int* seg = nullptr;
@@ -121,6 +126,8 @@ struct tsc_plan {
     int sm_count = 1;
     bool clusters = false; /* device and build support thread-block clusters (sm_90+, CUDA 12+) */
     bool mma = false;      /* device is sm_80+ and the library holds the tensor-core kernels for it */
+    bool tma = false;      /* smem kernels stage by TMA where the input allows (sm_90+, CUDA 12+ build and driver;
+                            * TRT_SPARSE_NO_TMA=1 at plan creation turns it off) */
     bool tf32 = false;     /* fp32 plans may run TF32 tensor-core variants (tsc_plan_set_math; off by default) */
     mutable std::mutex mu;  /* tuned */
     mutable std::mutex bmu; /* layout build / free */
@@ -393,15 +400,20 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
             }
         return worst;
     };
-    auto in_bytes = [&](int cch) -> long long { return ((long long)2 * cch * cstride * es + 15) / 16 * 16; };
+    /* two input buffers, each a multiple of 128 bytes (TMA box destinations); lists of lcap entries, lcap even and
+     * two spare (TMA copies a list widened to even entry bounds); 16 bytes of mbarriers */
+    auto buf_bytes = [&](int cch) -> long long { return ((long long)cch * cstride * es + 127) / 128 * 128; };
+    auto in_bytes = [&](int cch) -> long long { return 2 * buf_bytes(cch); };
+    auto cap_of = [&](int cch) -> long long { return (list_cap(cch) + 2 + 1) / 2 * 2; };
+    const long long budget = kSmemBudget - 16;
     int cc = (int)std::min<long long>(sg.cc, kSmemBudget / (2 * cstride * es));
-    long long lcap = cc >= 1 ? list_cap(cc) : 0;
-    while (cc > 1 && in_bytes(cc) + 16 * lcap > kSmemBudget) {
-        const int next = (int)std::max<long long>(1, std::min<long long>(cc - 1, (long long)cc * kSmemBudget / (in_bytes(cc) + 16 * lcap)));
+    long long lcap = cc >= 1 ? cap_of(cc) : 0;
+    while (cc > 1 && in_bytes(cc) + 16 * lcap > budget) {
+        const int next = (int)std::max<long long>(1, std::min<long long>(cc - 1, (long long)cc * budget / (in_bytes(cc) + 16 * lcap)));
         cc = next;
-        lcap = list_cap(cc);
+        lcap = cap_of(cc);
     }
-    if (cc < 1 || in_bytes(cc) + 16 * lcap > kSmemBudget) return TSC_OK; /* not available */
+    if (cc < 1 || in_bytes(cc) + 16 * lcap > budget) return TSC_OK; /* not available */
     const int nch = (d.C + cc - 1) / cc;
     {
         const size_t red = (cfg.ns > 1 || cfg.cl > 1) ? (size_t)8 * cfg.kw * ti.pxh * ti.pxw * 32 * sizeof(float) : 0;
@@ -411,9 +423,11 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
         out->cstride = (int)cstride;
         out->cc = cc;
         out->groups = G;
-        out->lcap = (int)std::max<long long>(lcap, 1);
+        out->lcap = (int)lcap;
         out->lbuf_off = (int)in_bytes(cc);
-        out->smem = std::max<size_t>((size_t)in_bytes(cc) + (size_t)16 * out->lcap, red);
+        out->bstride = (int)(buf_bytes(cc) / es);
+        out->mbar_off = (int)((std::max<size_t>((size_t)in_bytes(cc) + (size_t)16 * out->lcap, red) + 15) / 16 * 16);
+        out->smem = (size_t)out->mbar_off + 16;
         out->ok = out->smem <= (size_t)kSmemBudget;
     }
     if (!build || !out->ok) return TSC_OK; /* geometry only */
@@ -457,6 +471,8 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
         gch_off.push_back((int)chunk_ids.size());
     }
     seg.push_back((int)entries.size());
+    entries.push_back(make_int2(0, 0)); /* spare entries: a TMA list copy reads up to the next even index */
+    entries.push_back(make_int2(0, 0));
     out->dense_chunks = (long long)chunk_ids.size() == (long long)G * nch ? nch : 0; /* every group lists all */
     return upload_staged(out, entries, seg, gch_off, chunk_ids, perm);
 }
@@ -495,6 +511,9 @@ bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int n
     sp->dense_chunks = L.dense_chunks;
     sp->lcap = L.lcap;
     sp->lbuf_off = L.lbuf_off;
+    sp->bstride = L.bstride > 0 ? L.bstride : L.cc * L.cstride;
+    sp->tma = 0; /* set by launch_variant where the TMA path applies */
+    sp->mbar_off = L.mbar_off;
     sp->st_nv = sp->vec ? L.pitch / 4 : L.pitch;
     if (narrow) { /* lead + the tile's input columns, in copy units */
         const long long cols = L.lead + (long long)(TW - 1) * p->d.stride_w + (long long)(p->d.S - 1) * p->d.dilation_w + 1;
@@ -1015,6 +1034,68 @@ Variant decode_variant(int32_t id) {
     return v;
 }
 
+#if defined(TSC_HAS_TMA)
+/* cuTensorMapEncodeTiled of the installed driver (looked up once per process), or null. */
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+    static const PFN_cuTensorMapEncodeTiled_v12000 fn = []() -> PFN_cuTensorMapEncodeTiled_v12000 {
+        void* f = nullptr;
+        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+        const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q);
+#else
+        const cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &f, cudaEnableDefault, &q);
+#endif
+        if (e != cudaSuccess || q != cudaDriverEntryPointSuccess) {
+            cudaGetLastError();
+            return nullptr;
+        }
+        return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+    }();
+    return fn;
+}
+#endif
+
+bool tma_available() {
+#if defined(TSC_HAS_TMA)
+    const char* off = std::getenv("TRT_SPARSE_NO_TMA");
+    if (off && off[0] && std::strcmp(off, "0") != 0) return false;
+    return tsc::smem_tma_supported() && tensor_map_encoder() != nullptr;
+#else
+    return false;
+#endif
+}
+
+/* Tensor map of the NCHW input x (N x C x H x W) whose box is one staged chunk of sp (pitch columns x in_h rows x cc
+ * channels of one image), for TMA staging; false where the input or the chunk does not meet TMA's rules (16-byte
+ * aligned base and row stride, box rows a multiple of 16 bytes) -- the kernel then stages with cp.async. */
+bool encode_input_map(const tsc_plan* p, const tsc::SmemParams& sp, const void* x, tsc::TmaDesc* out) {
+#if defined(TSC_HAS_TMA)
+    const PFN_cuTensorMapEncodeTiled_v12000 enc = tensor_map_encoder();
+    const long long es = p->dtype == TSC_FLOAT16 ? 2 : 4;
+    if (!enc || !x || reinterpret_cast<uintptr_t>(x) % 16 != 0) return false;
+    if ((sp.W * es) % 16 != 0 || (sp.pitch * es) % 16 != 0) return false;
+    if (sp.pitch < 1 || sp.pitch > 256 || sp.in_h < 1 || sp.in_h > 256 || sp.cc < 1 || sp.cc > 256) return false;
+    const cuuint64_t dims[4] = {(cuuint64_t)sp.W, (cuuint64_t)sp.H, (cuuint64_t)sp.C, (cuuint64_t)sp.N};
+    const cuuint64_t strides[3] = {(cuuint64_t)(sp.W * es), (cuuint64_t)((long long)sp.H * sp.W * es),
+                                   (cuuint64_t)((long long)sp.C * sp.H * sp.W * es)};
+    if (strides[2] >= (1ULL << 40)) return false;
+    const cuuint32_t box[4] = {(cuuint32_t)sp.pitch, (cuuint32_t)sp.in_h, (cuuint32_t)sp.cc, 1u};
+    const cuuint32_t estr[4] = {1u, 1u, 1u, 1u};
+    CUtensorMap m;
+    const CUresult r = enc(&m, es == 2 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4,
+                           const_cast<void*>(x), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                           CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) return false;
+    static_assert(sizeof(CUtensorMap) == sizeof(tsc::TmaDesc), "TmaDesc holds a CUtensorMap");
+    std::memcpy(out, &m, sizeof(m));
+    return true;
+#else
+    (void)p; (void)sp; (void)x; (void)out;
+    return false;
+#endif
+}
+
 bool same_variant(const Variant& a, const Variant& b) {
     return a.kind == b.kind && a.cfg == b.cfg && a.nsplit == b.nsplit && a.lw_log2 == b.lw_log2 && a.vec == b.vec;
 }
@@ -1029,8 +1110,10 @@ tsc_status launch_variant(const tsc_plan* p, const Variant& v, int N, int H, int
             return fail(TSC_ERR_UNSUPPORTED, "smem variant cannot run this shape");
         const SmemCfg cfg = kSmemCfgs[v.cfg];
         const size_t smem = p->slay[v.cfg].smem;
-        e = p->dtype == TSC_FLOAT16 ? tsc::launch_smem_f16(cfg.tile, cfg.kw, sp, smem, s)
-                                    : tsc::launch_smem_f32(cfg.tile, cfg.kw, sp, smem, s);
+        tsc::TmaDesc tm;
+        sp.tma = (p->tma && encode_input_map(p, sp, x, &tm)) ? 1 : 0;
+        e = p->dtype == TSC_FLOAT16 ? tsc::launch_smem_f16(cfg.tile, cfg.kw, sp, sp.tma ? &tm : nullptr, smem, s)
+                                    : tsc::launch_smem_f32(cfg.tile, cfg.kw, sp, sp.tma ? &tm : nullptr, smem, s);
     } else if (v.kind == 4) {
         tsc::SmemParams sp;
         if (!reuse_params(p, v, N, H, W, P, Q, x, y, &sp))
@@ -1253,6 +1336,7 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         int cc_major = 0;
         cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, dev);
         p->mma = cc_major >= 8 && tsc::mma_supported();
+        p->tma = p->clusters && tma_available();
     }
     int optin = 48 * 1024;
     if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess || optin < 48 * 1024)
@@ -1499,7 +1583,8 @@ size_t tsc_plan_describe(const tsc_plan* plan, char* buf, size_t buf_len) {
                     " layout=" + (plan->layout == TSC_NHWC ? "NHWC" : "NCHW") + " K=" + std::to_string(plan->d.K) +
                     " C=" + std::to_string(plan->d.C) + " R=" + std::to_string(plan->d.R) + " S=" +
                     std::to_string(plan->d.S) + " nnz=" + std::to_string(plan->nnz) +
-                    " tile_geom=" + std::to_string(plan->geom) + " device_bytes=" + std::to_string(device_bytes(plan));
+                    " tile_geom=" + std::to_string(plan->geom) + " tma=" + (plan->tma ? "1" : "0") +
+                    " device_bytes=" + std::to_string(device_bytes(plan));
     {
         std::lock_guard<std::mutex> lock(plan->mu);
         for (size_t i = 0; i < plan->tuned.size(); ++i) {

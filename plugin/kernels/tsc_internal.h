@@ -102,7 +102,26 @@ struct SmemParams {
                              * kernels' x ranges (host-checked, udiv_magic); 0: divide */
     int lcap, lbuf_off;     /* smem kernel: entries per staged list buffer (a block's list of one listed chunk) and
                              * byte offset of the two list buffers in dynamic shared memory (16-aligned) */
+    int bstride;            /* smem kernel: elements from one staged input buffer to the next (a multiple of 128 bytes) */
+    int tma;                /* smem kernel, sm_90+: 1 = stage by the Tensor Memory Accelerator (the launch's TmaDesc
+                             * maps the input; one bulk tensor copy per chunk, the list by one bulk copy, both
+                             * completing on an mbarrier at byte offset mbar_off); 0 = per-thread cp.async */
+    int mbar_off;           /* smem kernel: byte offset of two 8-byte mbarriers (tma only) */
 };
+
+/* Tensor-map descriptor of the input (CUtensorMap bits, encoded on the host by cuTensorMapEncodeTiled) passed to
+ * the smem kernel as a __grid_constant__ parameter. Only CUDA 12+ builds have TMA; older toolkits (JetPack 4.6's
+ * CUDA 10.2) get a plain struct that the kernels never read. */
+#if defined(CUDART_VERSION) && CUDART_VERSION >= 12000
+#define TSC_HAS_TMA 1
+struct alignas(64) TmaDesc {
+    unsigned long long opaque[16];
+};
+#else
+struct TmaDesc {
+    unsigned long long opaque[16];
+};
+#endif
 
 /* Host: multiplier m with x / d == __umulhi(x, m) for every 0 <= x < x_end (d >= 1), or 0 where none is exact
  * (d == 1 or x_end * d >= 2^32). m = ceil(2^32 / d): the error m * d - 2^32 < d keeps the quotient exact while
@@ -117,8 +136,11 @@ __device__ __forceinline__ int udiv(int x, int d, unsigned magic) {
     return magic ? (int)__umulhi((unsigned)x, magic) : x / d;
 }
 #endif
-cudaError_t launch_smem_f32(int tile, int kw, const SmemParams& p, size_t smem, cudaStream_t s);
-cudaError_t launch_smem_f16(int tile, int kw, const SmemParams& p, size_t smem, cudaStream_t s);
+/* tmap: the input's tensor map when p.tma (else unused; may be null). */
+cudaError_t launch_smem_f32(int tile, int kw, const SmemParams& p, const TmaDesc* tmap, size_t smem, cudaStream_t s);
+cudaError_t launch_smem_f16(int tile, int kw, const SmemParams& p, const TmaDesc* tmap, size_t smem, cudaStream_t s);
+/* true when the library holds sm_90+ code of the smem kernel for the current device (TMA staging can run). */
+bool smem_tma_supported();
 
 /* Register-reuse kernel (reuse_kernel.cuh): X(id, R, S, stride, KT, PH, PW, LW, NS, F16) per config:
  * KT output channels per warp slot, PH x PW pixels per lane, LW lanes along the width, NS warps per

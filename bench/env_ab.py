@@ -1,0 +1,99 @@
+"""A/B of a plan-creation environment switch in one process (e.g. TRT_SPARSE_NO_TMA=1: TMA vs cp.async staging).
+
+    python3 bench/env_ab.py --env TRT_SPARSE_NO_TMA=1 [--layers bench/layers.json] [--only NAME ...]
+        [--sparsity 0.9] [--dtype fp32 fp16] [--batch 1 8] [--family smem] [--top 3] [--json OUT.json]
+
+Per case, two plans of the same seeded weights are created: A without the variable, B with it. Every variant of
+`--family` is timed on plan B, then the `--top` fastest of them are timed again on both plans, interleaved
+(A, B, A, B; best of each), with CUDA-graph replays (bench/variant_times.py's timer). Prints and writes per case
+the best time of A and B and B / A (> 1: A faster), and the geometric mean over the cases. cuDNN is not involved.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import torch  # noqa: E402
+
+from trt_sparse import cuda as tcuda  # noqa: E402
+from trt_sparse.bench_report import make_meta  # noqa: E402
+from trt_sparse.commands.bench_kernels_cmd import _atomic_write, _pruned_weight, load_layers  # noqa: E402
+from variant_times import _time_us, family  # noqa: E402
+
+
+def _plan(sw, lay, dtype, env_name, env_value):
+    """Plan of the layer, created with env_name set to env_value (None: unset)."""
+    old = os.environ.pop(env_name, None)
+    try:
+        if env_value is not None:
+            os.environ[env_name] = env_value
+        st, pd, dl = lay["stride"], lay["pad"], lay["dilation"]
+        return tcuda.SparseConvPlan(sw, None, (st, st), (pd,) * 4, (dl, dl), 0, 0.0, 6.0, dtype)
+    finally:
+        os.environ.pop(env_name, None)
+        if old is not None:
+            os.environ[env_name] = old
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--env", required=True, metavar="NAME=VALUE", help="set for plan B only")
+    ap.add_argument("--layers", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "layers.json"))
+    ap.add_argument("--only", nargs="+")
+    ap.add_argument("--sparsity", type=float, nargs="+", default=[0.9])
+    ap.add_argument("--dtype", nargs="+", default=["fp32", "fp16"])
+    ap.add_argument("--batch", type=int, nargs="+", default=[1])
+    ap.add_argument("--family", default="smem")
+    ap.add_argument("--top", type=int, default=3)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    env_name, _, env_value = a.env.partition("=")
+    layers = [l for l in load_layers(a.layers) if not a.only or l["name"] in a.only]
+    rows = []
+    for lay in layers:
+        for batch in a.batch:
+            for dtype in a.dtype:
+                for sp in a.sparsity:
+                    rng = np.random.default_rng([0, int(round(sp * 1000))])
+                    _, sw = _pruned_weight(rng, lay, sp)
+                    pa, pb = _plan(sw, lay, dtype, env_name, None), _plan(sw, lay, dtype, env_name, env_value)
+                    tdt = torch.float16 if dtype == "fp16" else torch.float32
+                    x = torch.randn(batch, lay["C"], lay["H"], lay["W"], device="cuda").to(tdt)
+                    y = torch.empty(pa.output_shape(tuple(x.shape)), device="cuda", dtype=tdt)
+                    names = pb.variants(batch, lay["H"], lay["W"])
+                    fam = [(i, n) for i, n in enumerate(names) if family(n) == a.family]
+                    if not fam:
+                        continue
+                    first = sorted((_time_us(lambda: pb.enqueue_variant(i, x, y)), i, n) for i, n in fam)
+                    ta, tb = {}, {}
+                    for _, i, n in first[:a.top]:
+                        for _rep in range(2):
+                            t = _time_us(lambda: pa.enqueue_variant(i, x, y))
+                            ta[n] = min(ta.get(n, t), t)
+                            t = _time_us(lambda: pb.enqueue_variant(i, x, y))
+                            tb[n] = min(tb.get(n, t), t)
+                    best_a, best_b = min(ta.values()), min(tb.values())
+                    row = {"layer": lay["name"], "batch": batch, "dtype": dtype, "sparsity": sp,
+                           "a_us": ta, "b_us": tb, "best_a_us": best_a, "best_b_us": best_b,
+                           "b_over_a": best_b / best_a, "describe_a": pa.describe(), "describe_b": pb.describe()}
+                    rows.append(row)
+                    print("{:28s} N={} {} {:.2f}: A {:8.2f} us  B {:8.2f} us  B/A x{:.3f}  ({})".format(
+                        lay["name"], batch, dtype, sp, best_a, best_b, best_b / best_a,
+                        min(ta, key=ta.get)), flush=True)
+                    pa.close()
+                    pb.close()
+    gm = math.exp(sum(math.log(r["b_over_a"]) for r in rows) / len(rows)) if rows else float("nan")
+    print("geomean B/A over {} cases: x{:.3f} (A: {} unset, B: {})".format(len(rows), gm, env_name, a.env))
+    if a.json:
+        meta = make_meta(device=torch.cuda.get_device_name(), env_b=a.env, family=a.family, top=a.top)
+        doc = {"meta": meta, "geomean_b_over_a": gm, "results": rows}
+        _atomic_write(a.json, json.dumps(doc, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
