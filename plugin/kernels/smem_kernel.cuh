@@ -256,12 +256,12 @@ struct FixedPitch {
 
 }  // namespace smem_detail
 
-/* LW lanes along the width, PXH x PXW pixels per lane, KW output channels per warp slot (the 2-accumulator 8x8 x KW 1
- * tile is held to 64 registers: 4 blocks per SM),
+/* LW lanes along the width, PXH x PXW pixels per lane, KW output channels per warp slot (registers held to 4 blocks
+ * per SM for the 2-accumulator 8x8 x KW 1 tile, 3 for KW <= 2, 2 otherwise: 64 / 80 / 128),
  * SW compile-time horizontal stride (0: runtime p.sw), FP compile-time row pitch (0: runtime p.pitch; > 0 only
  * with stride 1 both ways and p.pitch == FP: every pixel's address is the nonzero's plus an immediate). */
 template <typename T, int LW, int PXH, int PXW, int KW, int SW, int FP>
-__global__ void __launch_bounds__(256, KW == 1 && PXH * PXW <= 2 ? 4 : 2) smem_kernel(SmemParams p, const TSC_GRID_CONST TmaDesc tmap) {
+__global__ void __launch_bounds__(256, KW == 1 && PXH * PXW <= 2 ? 4 : (KW <= 2 ? 3 : 2)) smem_kernel(SmemParams p, const TSC_GRID_CONST TmaDesc tmap) {
     using namespace smem_detail;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     constexpr int LH = 32 / LW;
