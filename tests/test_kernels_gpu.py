@@ -221,7 +221,8 @@ def test_tma_staging_matches_cp_async(shape, dtype, monkeypatch):
     monkeypatch.setenv("TRT_SPARSE_NO_TMA", "1")
     plan_cp = tcuda.SparseConvPlan(sw, bias, (st, st), pads, (dl, dl), 1, 0.0, 6.0, dtype)
     monkeypatch.delenv("TRT_SPARSE_NO_TMA")
-    assert " tma=1" in plan_tma.describe() and " tma=0" in plan_cp.describe()
+    # fp16 plans stage by cp.async (their TMA boxes faulted on the H200, docs/PERFORMANCE.md round 9)
+    assert (" tma=1" if dtype == "fp32" else " tma=0") in plan_tma.describe() and " tma=0" in plan_cp.describe()
     names = plan_tma.variants(N, H, W)
     assert names == plan_cp.variants(N, H, W)
     smem = [(i, n) for i, n in enumerate(names) if n.startswith("smem(")]

@@ -119,7 +119,7 @@ if has bench-full && fits 110; then
 fi
 if has ab-tma && fits 90; then
   say "A/B in one process: smem variants staged by TMA (A) vs cp.async (B: TRT_SPARSE_NO_TMA=1)"
-  timeout 300 python3 bench/env_ab.py --env TRT_SPARSE_NO_TMA=1 --batch 1 8 --sparsity 0.9 --dtype fp32 fp16 \
+  timeout 300 python3 bench/env_ab.py --env TRT_SPARSE_NO_TMA=1 --batch 1 8 --sparsity 0.9 --dtype fp32 \
     --only $(python3 -c "import json;print(' '.join(l['name'] for l in json.load(open('bench/layers.json'))['layers'] if l['kernel']==3 and l['stride']==1))") \
     --json "$OUT/ab_tma.json" >"$OUT/ab_tma.log" 2>&1 || status=1
   tail -3 "$OUT/ab_tma.log"
