@@ -1,6 +1,6 @@
 set -u
 OUT=${OUT:-$PWD/device_out}; mkdir -p $OUT
-export TRT_SPARSE_COMMIT=PLACEHOLDER
+export TRT_SPARSE_COMMIT=c5da696
 bash tools/device_kernels.sh build 2>&1 | tail -3
 TRT_SPARSE_TMA_FP16=1 timeout 60 python3 -m pytest -q -m gpu tests/test_kernels_gpu.py -k "tma_staging" > $OUT/probe_fp16.log 2>&1
 rc=$?; echo "fp16 TMA probe rc=$rc"; tail -3 $OUT/probe_fp16.log
