@@ -1062,9 +1062,8 @@ bool env_flag(const char* name) {
 
 bool tma_available(tsc_dtype dtype) {
 #if defined(TSC_HAS_TMA)
+    (void)dtype; /* both dtypes (fp16 boxes need a 16-byte aligned start: encode_input_map) */
     if (env_flag("TRT_SPARSE_NO_TMA")) return false;
-    /* fp16: opt-in (TRT_SPARSE_TMA_FP16=1) until verified on the device, see encode_input_map */
-    if (dtype == TSC_FLOAT16 && !env_flag("TRT_SPARSE_TMA_FP16")) return false;
     return tsc::smem_tma_supported() && tensor_map_encoder() != nullptr;
 #else
     (void)dtype;
