@@ -36,13 +36,13 @@ from .reference import conv_output_size
 
 #: fitted coefficients per dtype: (sparse [s0..s3], dense [d0..d2]); see docs/PERFORMANCE.md
 COEFFS = {
-    "fp32": {"sparse": [2.6772, 0.4581, 0.2687, 0.0405, -0.2157], "dense": [-0.0123, 0.4644, -0.1241]},
-    "fp16": {"sparse": [2.4162, 0.0, 0.2642, 0.0, -0.2932, 0.4611], "dense": [-0.6902, 0.4986, -0.1892]},
+    "fp32": {"sparse": [2.9173, 0.4379, 0.26, 0.0254, -0.2406], "dense": [0.0048, 0.4632, -0.1178]},
+    "fp16": {"sparse": [2.3117, 0.0, 0.2492, 0.0, -0.2886, 0.4747], "dense": [-0.639, 0.4899, -0.1824]},
 }
 #: source of COEFFS (results files the fit came from; 128 cases per dtype, sparsity <= 0.99)
-FIT_SOURCE = ("bench/results/h200_round8_full.json + bench/results/h200_round8_sweep.json "
-              "(H200, cuDNN 9.19, torch 2.11; round-8 kernels for both: shared-memory nonzero lists, "
-              "bank-conflict-free pitch)")
+FIT_SOURCE = ("bench/results/h200_round9_full.json + bench/results/h200_round9_sweep.json "
+              "(H200, cuDNN 9.19, torch 2.11; round-9 kernels: TMA input staging for fp32 (both files) and for "
+              "16-byte aligned fp16 boxes (full sweep only), tuner second pass)")
 #: assumed slowdown of the generic kernel vs the register-tile kernel (not measured by the sweep)
 GENERIC_PENALTY = 3.0
 
