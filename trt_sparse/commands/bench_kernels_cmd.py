@@ -282,6 +282,7 @@ def run(args):
             plan.tune(xs[0], ys[0])
             desc = plan.describe()
             variant = desc.split("]=")[-1] if "]=" in desc else "heuristic"
+            tma = " tma=1" in desc  # the plan may stage by TMA (sm_90; per launch where the box rules hold)
             sparse_us, sparse_all = timer.time_us(lambda i: plan.enqueue(xs[i], ys[i]), nbuf)
             # correctness of what was timed: float64 dense conv of the same input
             plan.enqueue(xs[0], ys[0])
@@ -302,7 +303,7 @@ def run(args):
             results.append({
                 "layer": dict(geometry), "batch": batch, "sparsity": sparsity, "dtype": dtype, "nnz": nnz,
                 "pattern": args.pattern, "allow_tf32": bool(args.allow_tf32 and dtype == "fp32"),
-                "sparse_us": sparse_us, "sparse_us_all": sparse_all, "sparse_variant": variant,
+                "sparse_us": sparse_us, "sparse_us_all": sparse_all, "sparse_variant": variant, "tma": tma,
                 "dense_us": dense, "speedup": speed, "rel_err": rel,
                 "useful_gflop": flops / 1e9, "bytes": nbytes, "floor_us": floor_us,
                 "roofline_fraction": floor_us / sparse_us, "useful_tflops": flops / (sparse_us * 1e-6) / 1e12,
