@@ -1060,13 +1060,12 @@ bool env_flag(const char* name) {
     return v && v[0] && std::strcmp(v, "0") != 0;
 }
 
-bool tma_available(tsc_dtype dtype) {
+/* TMA staging can run (both dtypes; which launches use it is decided per input by encode_input_map). */
+bool tma_available() {
 #if defined(TSC_HAS_TMA)
-    (void)dtype; /* both dtypes (fp16 boxes need a 16-byte aligned start: encode_input_map) */
     if (env_flag("TRT_SPARSE_NO_TMA")) return false;
     return tsc::smem_tma_supported() && tensor_map_encoder() != nullptr;
 #else
-    (void)dtype;
     return false;
 #endif
 }
@@ -1345,7 +1344,7 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         int cc_major = 0;
         cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, dev);
         p->mma = cc_major >= 8 && tsc::mma_supported();
-        p->tma = p->clusters && tma_available(dtype); /* see encode_input_map */
+        p->tma = p->clusters && tma_available(); /* see encode_input_map */
     }
     int optin = 48 * 1024;
     if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess || optin < 48 * 1024)
