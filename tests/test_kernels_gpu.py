@@ -204,8 +204,9 @@ TMA_SHAPES = [
 @pytest.mark.parametrize("dtype", ["fp32", "fp16"])
 @pytest.mark.parametrize("shape", TMA_SHAPES, ids=[t[0] for t in TMA_SHAPES])
 def test_tma_staging_matches_cp_async(shape, dtype, monkeypatch):
-    """sm_90: every smem variant staged by the Tensor Memory Accelerator gives bit-identical outputs to the same
-    variant staged by per-thread cp.async (TRT_SPARSE_NO_TMA=1 at plan creation) and matches the reference
+    """sm_90: every smem and tensor-core (mma) variant staged by the Tensor Memory Accelerator gives bit-identical
+    outputs to the same variant staged by per-thread cp.async (TRT_SPARSE_NO_TMA=1 at plan creation) and matches
+    the reference
     (zero padding, the last chunk's missing channels and tiles past the map edge come from TMA's out-of-bounds
     fill)."""
     if torch.cuda.get_device_capability()[0] < 9:
@@ -227,7 +228,7 @@ def test_tma_staging_matches_cp_async(shape, dtype, monkeypatch):
     assert " tma=1" in plan_tma.describe() and " tma=0" in plan_cp.describe()
     names = plan_tma.variants(N, H, W)
     assert names == plan_cp.variants(N, H, W)
-    smem = [(i, n) for i, n in enumerate(names) if n.startswith("smem(")]
+    smem = [(i, n) for i, n in enumerate(names) if n.startswith(("smem(", "mma("))]
     assert smem, names
     y = torch.empty(plan_tma.output_shape(tuple(xt.shape)), device="cuda", dtype=tdt)
     for i, n in smem:

@@ -135,7 +135,7 @@ __device__ __forceinline__ void kstep_mma(float (&acc)[4], const KStep& k, unsig
 }  // namespace mma_detail
 
 template <typename T, int TH, int TW, int WG, int WP, int WS, int NT, int CL>
-__global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p) {
+__global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, const TSC_GRID_CONST TmaDesc tmap) {
     static_assert(WG * WP * WS == 8, "8 warps per block");
     static_assert(WP * NT * 8 == TH * TW && TW % 8 == 0, "n-tiles cover the tile");
     using namespace smem_detail;
@@ -164,11 +164,34 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p) 
     int cs1 = dch > 0 ? cs0 + dch : __ldg(q.gch_off + bg + 1);
     const int cbase = bg * dch;
     cluster_share(cl, rank, &cs0, &cs1); /* this block's share of the block group's listed chunks */
-    const int buf_elems = q.cc * q.cstride;
+    const int buf_elems = q.bstride;
     T* const sbuf = reinterpret_cast<T*>(smem_raw);
     const T* __restrict__ x = reinterpret_cast<const T*>(q.x);
     T* __restrict__ y = reinterpret_cast<T*>(q.y);
     const StageLane sl = stage_lane(q);
+#if defined(TSC_TMA_DEVICE)
+    /* TMA staging (q.tma, as the smem kernel): thread 0 issues one bulk tensor copy of the chunk's zero-padded
+     * input box per listed chunk, completing on the buffer's mbarrier; every thread waits on it */
+    const unsigned mbar = smem_addr(smem_raw + q.mbar_off);
+    const bool tma = q.tma != 0 && (smem_addr(smem_raw) & 127u) == 0u;
+    if (tma) {
+        if (threadIdx.x == 0) {
+            mbar_init(mbar);
+            mbar_init(mbar + 8u);
+            mbar_init_fence();
+        }
+        __syncthreads();
+    }
+    unsigned phase = 0u;
+    auto tma_stage = [&](int bb, int c0, int n) {
+        const unsigned bar = mbar + 8u * (unsigned)bb;
+        mbar_expect_tx(bar, (unsigned)(q.cc * q.cstride) * (unsigned)sizeof(T));
+        tma_load_4d(smem_addr(sbuf + bb * buf_elems), &tmap, ix0, iy0, c0, n, bar);
+    };
+#else
+    const bool tma = false;
+    (void)tmap;
+#endif
 
     /* bias of the lane's two output channels (direct-store path), loaded before the main loop */
     const int kA = mma_detail::out_channel(p, bg, wg, 0, lane);
@@ -178,13 +201,27 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p) 
     for (int n = blockIdx.z; n < q.N; n += gridDim.z) {
         const T* xn = x + (long long)n * q.C * q.H * q.W;
         T* yn = y + (long long)n * q.K * q.P * q.Q;
+#if defined(TSC_TMA_DEVICE)
+        if (tma && n != (int)blockIdx.z) { /* the previous image's reduction may have written shared memory */
+            fence_proxy_async();
+            __syncthreads();
+        }
+#endif
         float acc[NT][4];
 #pragma unroll
         for (int j = 0; j < NT; ++j)
 #pragma unroll
             for (int r = 0; r < 4; ++r) acc[j][r] = 0.0f;
 
-        if (cs0 < cs1) stage<T>(q, sl, xn, sbuf, (dch > 0 ? cs0 - cbase : __ldg(q.chunk_ids + cs0)) * q.cc, iy0, ix0);
+        if (cs0 < cs1) {
+            const int c0 = (dch > 0 ? cs0 - cbase : __ldg(q.chunk_ids + cs0)) * q.cc;
+#if defined(TSC_TMA_DEVICE)
+            if (tma) {
+                if (threadIdx.x == 0) tma_stage(0, c0, n);
+            } else
+#endif
+            stage<T>(q, sl, xn, sbuf, c0, iy0, ix0);
+        }
         cp_commit();
         /* k-step range of the next chunk and its first k-step, loaded before waiting for the staged input */
         int k0n = 0, k1n = 0;
@@ -195,13 +232,26 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p) 
             mma_detail::KStep nx; /* the layout ends with a zero k-step: loads one past a range stay in bounds */
             mma_detail::load_kstep<T>(p.afrag + (long long)kb * 32 + lane, p.koff + (long long)kb * KW + (lane & 3), &nx);
             if (i + 1 < cs1) { k0n = __ldg(p.kseg + (i + 1) * WG + wg); k1n = __ldg(p.kseg + (i + 1) * WG + wg + 1); }
+            const int b = (i - cs0) & 1;
+#if defined(TSC_TMA_DEVICE)
+            if (tma) {
+                mbar_wait(mbar + 8u * (unsigned)b, (phase >> b) & 1u);
+                phase ^= 1u << b;
+            } else
+#endif
             cp_wait_all();
             __syncthreads();
-            const int b = (i - cs0) & 1;
             if (i + 1 < cs1) {
-                stage<T>(q, sl, xn, sbuf + (b ^ 1) * buf_elems,
-                              (dch > 0 ? i + 1 - cbase : __ldg(q.chunk_ids + i + 1)) * q.cc, iy0, ix0);
-                cp_commit();
+                const int c1 = (dch > 0 ? i + 1 - cbase : __ldg(q.chunk_ids + i + 1)) * q.cc;
+#if defined(TSC_TMA_DEVICE)
+                if (tma) {
+                    if (threadIdx.x == 0) tma_stage(b ^ 1, c1, n);
+                } else
+#endif
+                {
+                    stage<T>(q, sl, xn, sbuf + (b ^ 1) * buf_elems, c1, iy0, ix0);
+                    cp_commit();
+                }
             }
             /* shared-window address of the lane's pixel of each n-tile in this buffer */
             const unsigned sb = (unsigned)__cvta_generic_to_shared(sbuf + b * buf_elems);
@@ -282,12 +332,15 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p) 
 }
 
 template <typename T, int TH, int TW, int WG, int WP, int WS, int NT, int CL>
-cudaError_t launch_mma_cfg(const MmaParams& p, size_t smem, cudaStream_t s) {
-    if (p.s.cl != CL) return cudaErrorInvalidValue;
+cudaError_t launch_mma_cfg(const MmaParams& p, const TmaDesc* tmap, size_t smem, cudaStream_t s) {
+    if (p.s.cl != CL || (p.s.tma && !tmap)) return cudaErrorInvalidValue;
+    TmaDesc tm;
+    if (p.s.tma) tm = *tmap;
+    else for (int i = 0; i < 16; ++i) tm.opaque[i] = 0ull;
     dim3 grid((unsigned)(p.s.tiles_h * p.s.tiles_w * CL), (unsigned)p.s.groups,
               (unsigned)(p.s.N < 65535 ? p.s.N : 65535));
-    if (CL > 1) return launch_cluster(mma_kernel<T, TH, TW, WG, WP, WS, NT, CL>, CL, smem, grid, s, p);
-    mma_kernel<T, TH, TW, WG, WP, WS, NT, CL><<<grid, 256, smem, s>>>(p);
+    if (CL > 1) return launch_cluster(mma_kernel<T, TH, TW, WG, WP, WS, NT, CL>, CL, smem, grid, s, p, tm);
+    mma_kernel<T, TH, TW, WG, WP, WS, NT, CL><<<grid, 256, smem, s>>>(p, tm);
     return cudaGetLastError();
 }
 

@@ -312,11 +312,13 @@ tsc_status upload_staged(SmemLayout* out, const std::vector<int2>& entries, cons
 struct StagedGeom {
     int lead, in_h, pitch, cstride, cc;
 };
-bool staged_geometry(const tsc_conv_desc& d, int TH, int TW, int es, int cl, StagedGeom* g) {
+bool staged_geometry(const tsc_conv_desc& d, int TH, int TW, int es, int cl, StagedGeom* g, int align = 4) {
+    /* align (elements): lead and pitch are multiples of it -- 4 (16-byte fp32 / 8-byte fp16 vector copies) or 8
+     * for fp16 layouts whose TMA boxes must start 16-byte aligned (tensor-core layouts) */
     const long long in_h = (long long)(TH - 1) * d.stride_h + (long long)(d.R - 1) * d.dilation_h + 1;
     const long long in_w = (long long)(TW - 1) * d.stride_w + (long long)(d.S - 1) * d.dilation_w + 1;
-    const int lead = ((-d.pad_left) % 4 + 4) % 4;
-    const long long pitch = (lead + in_w + 3) / 4 * 4;
+    const int lead = ((-d.pad_left) % align + align) % align;
+    const long long pitch = (lead + in_w + align - 1) / align * align;
     const long long cstride = in_h * pitch;
     if (pitch > 256 || cstride * es * 2 > kSmemBudget) return false;
     int cc = (int)std::min<long long>(std::min(d.C, kSmemMaxCC), kSmemBudget / (2 * cstride * es));
@@ -695,7 +697,8 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
     const int KS = f16 ? 16 : 8;     /* positions per k-step: m16n8k16 (fp16) / m16n8k8 (TF32) */
     const int KWORDS = f16 ? 8 : 4;  /* offset words per k-step (two 16-bit offsets each) */
     StagedGeom sg;
-    if (!staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg)) return TSC_OK; /* not available for this geometry */
+    /* fp16: lead and pitch in 8-element (16-byte) units so that TMA boxes start 16-byte aligned */
+    if (!staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg, f16 ? 8 : 4)) return TSC_OK; /* not available */
     const int lead = sg.lead, cc = sg.cc;
     const long long in_h = sg.in_h, pitch = sg.pitch, cstride = sg.cstride;
     const int cpb = 16 * cfg.wg;
@@ -710,7 +713,11 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
     L.cstride = (int)cstride;
     L.cc = cc;
     L.groups = G;
-    L.smem = std::max<size_t>((size_t)2 * cc * cstride * es, red);
+    /* two input buffers of a multiple of 128 bytes each (TMA box destinations), 16 bytes of mbarriers past them */
+    const size_t buf_bytes = ((size_t)cc * cstride * es + 127) / 128 * 128;
+    L.bstride = (int)(buf_bytes / es);
+    L.mbar_off = (int)((std::max<size_t>(2 * buf_bytes, red) + 15) / 16 * 16);
+    L.smem = (size_t)L.mbar_off + 16;
     L.ok = L.smem <= (size_t)kSmemBudget && (long long)cc * cstride * es < 65536; /* 16-bit offsets */
     if (!build || !L.ok) return TSC_OK; /* geometry only */
     std::vector<uint32_t> afrag, koff;
@@ -1134,8 +1141,10 @@ tsc_status launch_variant(const tsc_plan* p, const Variant& v, int N, int H, int
         tsc::MmaParams mp;
         if (!mma_params(p, v, N, H, W, P, Q, x, y, &mp))
             return fail(TSC_ERR_UNSUPPORTED, "tensor-core variant cannot run this shape (or TF32 not allowed)");
-        e = p->dtype == TSC_FLOAT16 ? tsc::launch_mma_f16(v.cfg, mp, p->mlay[v.cfg].s.smem, s)
-                                    : tsc::launch_mma_tf32(v.cfg, mp, p->mlay[v.cfg].s.smem, s);
+        tsc::TmaDesc tm;
+        mp.s.tma = (p->tma && encode_input_map(p, mp.s, tsc::mma_cfg_info(v.cfg).tw, x, &tm)) ? 1 : 0;
+        e = p->dtype == TSC_FLOAT16 ? tsc::launch_mma_f16(v.cfg, mp, mp.s.tma ? &tm : nullptr, p->mlay[v.cfg].s.smem, s)
+                                    : tsc::launch_mma_tf32(v.cfg, mp, mp.s.tma ? &tm : nullptr, p->mlay[v.cfg].s.smem, s);
     } else if (v.kind == 1) {
         tsc::TileParams tp;
         if (!tile_params(p, v, N, H, W, P, Q, x, y, &tp))

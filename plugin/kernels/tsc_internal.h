@@ -215,8 +215,8 @@ struct MmaParams {
     int cpb;                  /* output channels per block group (16 * WG) */
 };
 /* fp16 I/O (m16n8k16) / fp32 I/O with TF32 math (m16n8k8); cfg = mma_cfg_info id. */
-cudaError_t launch_mma_f16(int cfg, const MmaParams& p, size_t smem, cudaStream_t s);
-cudaError_t launch_mma_tf32(int cfg, const MmaParams& p, size_t smem, cudaStream_t s);
+cudaError_t launch_mma_f16(int cfg, const MmaParams& p, const TmaDesc* tmap, size_t smem, cudaStream_t s);
+cudaError_t launch_mma_tf32(int cfg, const MmaParams& p, const TmaDesc* tmap, size_t smem, cudaStream_t s);
 /* true when the library holds sm_80+ code of the tensor-core kernels for the current device. */
 bool mma_supported();
 
