@@ -2,7 +2,7 @@
 # One device call for the kernel work: build (sm_90), GPU tests, compute-sanitizer, benchmark.
 #   [DEADLINE=S] bash tools/device_kernels.sh [build] [test] [sanitize] [sanitize-quick] [plan-memory] [bench-quick]
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
-#                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma]
+#                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma] [ab-mma] [ab-small]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Logs and JSON go to $OUT (default ./device_out); a short table is printed last.
@@ -126,6 +126,20 @@ if has ab-tma && fits 90; then
     --only $(python3 -c "import json;print(' '.join(l['name'] for l in json.load(open('bench/layers.json'))['layers'] if l['kernel']==3 and l['stride']==1))") \
     --json "$OUT/ab_tma.json" >"$OUT/ab_tma.log" 2>&1 || status=1
   tail -3 "$OUT/ab_tma.log"
+fi
+if has ab-mma && fits 90; then
+  say "A/B in one process: fp16 mma variants staged by TMA (A) vs cp.async (B: TRT_SPARSE_NO_TMA=1)"
+  timeout 240 python3 bench/env_ab.py --env TRT_SPARSE_NO_TMA=1 --family mma --batch 1 8 --sparsity 0.9 --dtype fp16 \
+    --only $(python3 -c "import json;print(' '.join(l['name'] for l in json.load(open('bench/layers.json'))['layers'] if l['kernel']==3 and l['stride']==1))") \
+    --json "$OUT/ab_mma.json" >"$OUT/ab_mma.log" 2>&1 || status=1
+  tail -3 "$OUT/ab_mma.log"
+fi
+if has ab-small && fits 60; then
+  say "A/B in one process: TMA vs cp.async on the small-map fp32 layers that were slower in round 9 than round 8"
+  timeout 180 python3 bench/env_ab.py --env TRT_SPARSE_NO_TMA=1 --family smem --batch 1 --sparsity 0.9 0.95 --dtype fp32 \
+    --only resnet50_3x3s2_c256_h28 resnet50_3x3_c128_h28 resnet50_1x1_c512_k128_h28 resnet50_3x3s2_c128_h56 \
+    resnet50_3x3_c64_h56 resnet50_3x3s2_c512_h14 vgg16_3x3_c512_k512_h14 --json "$OUT/ab_small.json" >"$OUT/ab_small.log" 2>&1 || status=1
+  tail -3 "$OUT/ab_small.log"
 fi
 if has bench-tf32 && fits 60; then
   say "bench fp32 I/O with TF32 allowed (own regime: sparse TF32 mma vs dense TF32), 3x3 s1 layers"
