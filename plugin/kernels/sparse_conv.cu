@@ -697,8 +697,10 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
     const int KS = f16 ? 16 : 8;     /* positions per k-step: m16n8k16 (fp16) / m16n8k8 (TF32) */
     const int KWORDS = f16 ? 8 : 4;  /* offset words per k-step (two 16-bit offsets each) */
     StagedGeom sg;
-    /* fp16: lead and pitch in 8-element (16-byte) units so that TMA boxes start 16-byte aligned */
-    if (!staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg, f16 ? 8 : 4)) return TSC_OK; /* not available */
+    /* fp16 tiles >= 16 wide: lead and pitch in 8-element (16-byte) units so that TMA boxes start 16-byte aligned
+     * (1.05-1.25x on maps TMA can stage, same-process A/B). 8-wide tiles keep 4-element units: their pitch would
+     * grow 16 -> 24 and the 8x8 configs measured 1.1-1.5x slower with it, TMA or not (h200_round10 runs). */
+    if (!staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg, f16 && cfg.tw >= 16 ? 8 : 4)) return TSC_OK; /* not available */
     const int lead = sg.lead, cc = sg.cc;
     const long long in_h = sg.in_h, pitch = sg.pitch, cstride = sg.cstride;
     const int cpb = 16 * cfg.wg;
