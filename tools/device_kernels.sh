@@ -3,6 +3,7 @@
 #   [DEADLINE=S] bash tools/device_kernels.sh [build] [test] [sanitize] [sanitize-quick] [plan-memory] [bench-quick]
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
 #                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma] [ab-mma] [ab-small]
+#                                             [probe] [variants-reuse]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Logs and JSON go to $OUT (default ./device_out); a short table is printed last.
@@ -140,6 +141,19 @@ if has ab-small && fits 60; then
     --only resnet50_3x3s2_c256_h28 resnet50_3x3_c128_h28 resnet50_1x1_c512_k128_h28 resnet50_3x3s2_c128_h56 \
     resnet50_3x3_c64_h56 resnet50_3x3s2_c512_h14 vgg16_3x3_c512_k512_h14 --json "$OUT/ab_small.json" >"$OUT/ab_small.log" 2>&1 || status=1
   tail -3 "$OUT/ab_small.log"
+fi
+if has probe && fits 60; then
+  say "reuse dispatch probe (brx.idx vs bit masks vs per-FMA LDS, no staging; bench/probes)"
+  nvcc -O3 -std=c++17 -arch=sm_90 -I plugin/kernels bench/probes/reuse_dispatch_probe.cu -o "$OUT/probe" 2>"$OUT/probe_build.log" &&
+    timeout 120 "$OUT/probe" --json "$OUT/probe.json" | tee "$OUT/probe.txt" | tail -20 || status=1
+  rm -f "$OUT/probe"
+fi
+if has variants-reuse && fits 120; then
+  say "every variant timed, reuse family vs the best other (fp32 + fp16, large 3x3 s1 maps)"
+  timeout 240 python3 bench/variant_times.py --sparsity 0.9 0.95 --dtype fp32 fp16 --family reuse \
+    --only vgg16_3x3_c256_k256_h56 vgg16_3x3_c128_k128_h112 vgg16_3x3_c64_k64_h224 vgg16_3x3_c512_k512_h28 \
+    resnet50_3x3_c64_h56 --json "$OUT/variants_reuse.json" >"$OUT/variants_reuse.txt" 2>&1 || status=1
+  tail -45 "$OUT/variants_reuse.txt"
 fi
 if has bench-tf32 && fits 60; then
   say "bench fp32 I/O with TF32 allowed (own regime: sparse TF32 mma vs dense TF32), 3x3 s1 layers"
