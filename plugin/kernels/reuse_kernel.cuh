@@ -260,81 +260,6 @@ struct MaskChunk {
     }
 };
 
-
-/* Bit-mask dispatch with half2 arithmetic (fp16 I/O): as MaskChunk, values as (h, h) pairs, pixel pairs
- * (jc, jc + 1) in half2 accumulators flushed into the fp32 ones at the end of the chunk (<= 16 input channels in
- * fp16, as the brx half2 path). */
-template <int KT, int PH, int PW, bool FAST>
-struct MaskChunkH2 {
-    static __device__ __forceinline__ void run(float (&acc)[KT][PH * PW], const __half* sb, int seg_lo, int seg_hi,
-                                               const SmemParams& p, int lane) {
-        using namespace reuse_detail;
-        constexpr int PTH = PH + 2, PTW = PW + 2, PW2 = PW / 2, PX2 = PH * PW / 2;
-        constexpr int HE = KT <= 4 ? 1 : 2;
-        const unsigned kFull = 0xffffffffu;
-        int e0 = seg_at(seg_lo, seg_hi, 0);
-        if (e0 == seg_at(seg_lo, seg_hi, p.cc)) return;
-        __half2 acc2[KT][PX2];
-#pragma unroll
-        for (int kl = 0; kl < KT; ++kl)
-#pragma unroll
-            for (int j = 0; j < PX2; ++j) acc2[kl][j] = __float2half2_rn(0.0f);
-        int2 cur = __ldg(p.entries + e0 + lane);
-        for (int cl = 0; cl < p.cc; ++cl) {
-            const int e1 = seg_at(seg_lo, seg_hi, cl + 1);
-            if (e0 == e1) continue;
-            const int2 nxt = __ldg(p.entries + e1 + lane);
-            unsigned m[4];
-            m[0] = (unsigned)__shfl_sync(kFull, cur.x, 0);
-            m[1] = (unsigned)__shfl_sync(kFull, cur.y, 0);
-            m[2] = HE > 1 ? (unsigned)__shfl_sync(kFull, cur.x, 1) : 0u;
-            m[3] = HE > 1 ? (unsigned)__shfl_sync(kFull, cur.y, 1) : 0u;
-            unsigned xp[PTH][PTW - 1];
-            const __half* cp = sb + cl * p.cstride;
-#pragma unroll
-            for (int a = 0; a < PTH; ++a) load_row_h2<PTW, FAST>(cp + a * p.pitch, xp[a]);
-            int bat = cur.x, bbase = e0, wi = HE;
-#pragma unroll
-            for (int kl = 0; kl < KT; ++kl) {
-                const unsigned mk = (m[kl >> 1] >> ((kl & 1) * 16)) & 0x1ffu;
-                if (mk == 0u) continue;
-#pragma unroll
-                for (int r = 0; r < 3; ++r) {
-                    if ((mk & (7u << (3 * r))) == 0u) continue;
-#pragma unroll
-                    for (int s = 0; s < 3; ++s) {
-                        if ((mk & (1u << (3 * r + s))) == 0u) continue;
-                        if (wi == 32) {
-                            bbase += 32;
-                            bat = __ldg(&p.entries[bbase + lane].x);
-                            wi = 0;
-                        }
-                        const unsigned vb = (unsigned)__shfl_sync(kFull, bat, wi);
-                        ++wi;
-                        const __half2 v = *reinterpret_cast<const __half2*>(&vb);
-#pragma unroll
-                        for (int jr = 0; jr < PH; ++jr)
-#pragma unroll
-                            for (int jc = 0; jc < PW2; ++jc)
-                                acc2[kl][jr * PW2 + jc] = __hfma2(
-                                    v, *reinterpret_cast<const __half2*>(&xp[jr + r][2 * jc + s]), acc2[kl][jr * PW2 + jc]);
-                    }
-                }
-            }
-            cur = nxt;
-            e0 = e1;
-        }
-#pragma unroll
-        for (int kl = 0; kl < KT; ++kl)
-#pragma unroll
-            for (int j = 0; j < PX2; ++j) {
-                const float2 f = __half22float2(acc2[kl][j]);
-                acc[kl][2 * j] += f.x;
-                acc[kl][2 * j + 1] += f.y;
-            }
-    }
-};
-
 /* The chunk walk of dispatch M (0: brx.idx per nonzero, 1: bit masks). */
 template <typename T, bool H2, int R, int S, int ST, int KT, int PH, int PW, bool FAST, int M>
 struct ChunkOf {
@@ -348,13 +273,6 @@ struct ChunkOf<T, H2, R, S, ST, KT, PH, PW, FAST, 1> {
     static __device__ __forceinline__ void run(float (&acc)[KT][PH * PW], const T* sb, int seg_lo, int seg_hi,
                                                const SmemParams& p, int lane) {
         MaskChunk<T, KT, PH, PW, FAST>::run(acc, sb, seg_lo, seg_hi, p, lane);
-    }
-};
-template <int R, int S, int ST, int KT, int PH, int PW, bool FAST>
-struct ChunkOf<__half, true, R, S, ST, KT, PH, PW, FAST, 1> {
-    static __device__ __forceinline__ void run(float (&acc)[KT][PH * PW], const __half* sb, int seg_lo, int seg_hi,
-                                               const SmemParams& p, int lane) {
-        MaskChunkH2<KT, PH, PW, FAST>::run(acc, sb, seg_lo, seg_hi, p, lane);
     }
 };
 

@@ -146,7 +146,7 @@ bool smem_tma_supported();
  * KT output channels per warp slot, PH x PW pixels per lane, LW lanes along the width, NS warps per
  * slot splitting the input channels, F16: has a half2 fp16 instantiation, M: dispatch -- 0 one brx.idx per
  * nonzero (value, case), 1 bit masks (per input channel, KT x 9 tap bits walked by warp-uniform predicated
- * branches; 3x3 stride 1, NS 1, KT <= 8; fp32, and half2 where F16). Ids are stable (variant ids). */
+ * branches; fp32, 3x3 stride 1, NS 1, KT <= 8). Ids are stable (variant ids). */
 #define TSC_REUSE_FOR_EACH(X) \
     X(0, 3, 3, 1, 8, 4, 4, 8, 1, 0, 0) \
     X(1, 3, 3, 1, 8, 2, 4, 8, 1, 1, 0) \
@@ -164,9 +164,9 @@ bool smem_tma_supported();
     X(13, 3, 3, 1, 4, 2, 4, 4, 2, 1, 0) \
     X(14, 3, 3, 1, 4, 2, 4, 4, 4, 1, 0) \
     X(15, 3, 3, 1, 8, 4, 4, 8, 1, 0, 1) \
-    X(16, 3, 3, 1, 4, 4, 4, 8, 1, 1, 1) \
-    X(17, 3, 3, 1, 8, 2, 4, 8, 1, 1, 1) \
-    X(18, 3, 3, 1, 4, 2, 4, 8, 1, 1, 1)
+    X(16, 3, 3, 1, 4, 4, 4, 8, 1, 0, 1) \
+    X(17, 3, 3, 1, 8, 2, 4, 8, 1, 0, 1) \
+    X(18, 3, 3, 1, 4, 2, 4, 8, 1, 0, 1)
 static const int REUSE_CFGS = 19;
 struct ReuseCfgInfo { int r, s, st, kt, ph, pw, lw, ns, f16, mask; };
 inline ReuseCfgInfo reuse_cfg_info(int id) {
