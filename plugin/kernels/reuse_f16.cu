@@ -18,8 +18,8 @@ template <> struct ReuseF16<1> {
 };
 }  // namespace
 cudaError_t launch_reuse_f16(int cfg, bool fast, const SmemParams& p, size_t smem, cudaStream_t s) {
-#define TSC_L(I, R, S, ST, KT, PH, PW, LW, NS, F16, M) \
-    case I: return ReuseF16<F16 && !M>::template launch<R, S, ST, KT, PH, PW, LW>(fast, p, smem, s);
+#define TSC_L(I, R, S, ST, KT, PH, PW, LW, NS, F16) \
+    case I: return ReuseF16<F16>::template launch<R, S, ST, KT, PH, PW, LW>(fast, p, smem, s);
     switch (cfg) {
         TSC_REUSE_FOR_EACH(TSC_L)
         default: return cudaErrorInvalidValue;
@@ -28,8 +28,8 @@ cudaError_t launch_reuse_f16(int cfg, bool fast, const SmemParams& p, size_t sme
 }
 cudaError_t reuse_set_smem_limit_f16(int bytes) {
     cudaError_t e = cudaSuccess, e2;
-#define TSC_S(I, R, S, ST, KT, PH, PW, LW, NS, F16, M) \
-    e2 = ReuseF16<F16 && !M>::template set<R, S, ST, KT, PH, PW, LW>(bytes); \
+#define TSC_S(I, R, S, ST, KT, PH, PW, LW, NS, F16) \
+    e2 = ReuseF16<F16>::template set<R, S, ST, KT, PH, PW, LW>(bytes); \
     if (e2 != cudaSuccess) e = e2;
     TSC_REUSE_FOR_EACH(TSC_S)
 #undef TSC_S

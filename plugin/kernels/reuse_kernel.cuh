@@ -196,90 +196,9 @@ struct ReuseChunk<__half, true, R, S, ST, KT, PH, PW, FAST> {
     }
 };
 
-
-/* Bit-mask dispatch (configs with M = 1; fp32, 3x3 stride 1): one input channel's nonzeros for the warp's KT
- * output channels are a header -- mask words m[0..3], channel kl's 9 tap bits at bit 16 * (kl & 1) of word
- * kl >> 1, KT <= 4: one entry (m0, m1), else two -- and then one entry per nonzero (.x = value bits) in
- * (kl, tap) order. Each set bit runs, behind warp-uniform predicated branches (one per channel kl with any bit,
- * per kernel row r with any bit, per tap), one shuffle of its value and PH x PW register FMAs: no indirect
- * branch (a brx.idx per nonzero measured 9-15 useful TFLOP/s in isolation, bench/probes). The channel's
- * entries arrive as one coalesced 32-entry load per lane batch, the next channel's issued one channel ahead. */
-template <typename T, int KT, int PH, int PW, bool FAST>
-struct MaskChunk {
-    static __device__ __forceinline__ void run(float (&acc)[KT][PH * PW], const T* sb, int seg_lo, int seg_hi,
-                                               const SmemParams& p, int lane) {
-        using namespace reuse_detail;
-        constexpr int PTH = PH + 2, PTW = PW + 2;
-        constexpr int HE = KT <= 4 ? 1 : 2; /* header entries */
-        const unsigned kFull = 0xffffffffu;
-        int e0 = seg_at(seg_lo, seg_hi, 0);
-        if (e0 == seg_at(seg_lo, seg_hi, p.cc)) return;
-        int2 cur = __ldg(p.entries + e0 + lane); /* the layout holds 64 readable entries past the end */
-        for (int cl = 0; cl < p.cc; ++cl) {
-            const int e1 = seg_at(seg_lo, seg_hi, cl + 1);
-            if (e0 == e1) continue; /* no nonzero of the warp's channels reads input channel cl */
-            const int2 nxt = __ldg(p.entries + e1 + lane); /* the next listed channel starts at e1 */
-            unsigned m[4];
-            m[0] = (unsigned)__shfl_sync(kFull, cur.x, 0);
-            m[1] = (unsigned)__shfl_sync(kFull, cur.y, 0);
-            m[2] = HE > 1 ? (unsigned)__shfl_sync(kFull, cur.x, 1) : 0u;
-            m[3] = HE > 1 ? (unsigned)__shfl_sync(kFull, cur.y, 1) : 0u;
-            float xp[PTH][PTW];
-            const T* cp = sb + cl * p.cstride;
-#pragma unroll
-            for (int a = 0; a < PTH; ++a) load_row<T, PTW, FAST>(cp + a * p.pitch, xp[a]);
-            int bat = cur.x, bbase = e0, wi = HE; /* lane l of bat: value bits of entry bbase + l; next: wi */
-#pragma unroll
-            for (int kl = 0; kl < KT; ++kl) {
-                const unsigned mk = (m[kl >> 1] >> ((kl & 1) * 16)) & 0x1ffu;
-                if (mk == 0u) continue;
-#pragma unroll
-                for (int r = 0; r < 3; ++r) {
-                    if ((mk & (7u << (3 * r))) == 0u) continue;
-#pragma unroll
-                    for (int s = 0; s < 3; ++s) {
-                        if ((mk & (1u << (3 * r + s))) == 0u) continue;
-                        if (wi == 32) { /* > 32 - HE nonzeros in this channel: next batch */
-                            bbase += 32;
-                            bat = __ldg(&p.entries[bbase + lane].x);
-                            wi = 0;
-                        }
-                        const float v = __int_as_float(__shfl_sync(kFull, bat, wi));
-                        ++wi;
-#pragma unroll
-                        for (int jr = 0; jr < PH; ++jr)
-#pragma unroll
-                            for (int jc = 0; jc < PW; ++jc)
-                                acc[kl][jr * PW + jc] = fmaf(v, xp[jr + r][jc + s], acc[kl][jr * PW + jc]);
-                    }
-                }
-            }
-            cur = nxt;
-            e0 = e1;
-        }
-    }
-};
-
-/* The chunk walk of dispatch M (0: brx.idx per nonzero, 1: bit masks). */
-template <typename T, bool H2, int R, int S, int ST, int KT, int PH, int PW, bool FAST, int M>
-struct ChunkOf {
-    static __device__ __forceinline__ void run(float (&acc)[KT][PH * PW], const T* sb, int seg_lo, int seg_hi,
-                                               const SmemParams& p, int lane) {
-        ReuseChunk<T, H2, R, S, ST, KT, PH, PW, FAST>::run(acc, sb, seg_lo, seg_hi, p, lane);
-    }
-};
-template <typename T, bool H2, int R, int S, int ST, int KT, int PH, int PW, bool FAST>
-struct ChunkOf<T, H2, R, S, ST, KT, PH, PW, FAST, 1> {
-    static __device__ __forceinline__ void run(float (&acc)[KT][PH * PW], const T* sb, int seg_lo, int seg_hi,
-                                               const SmemParams& p, int lane) {
-        MaskChunk<T, KT, PH, PW, FAST>::run(acc, sb, seg_lo, seg_hi, p, lane);
-    }
-};
-
 /* One kernel for fp32 (H2 = false, T = float) and half2 fp16 (H2 = true, T = __half). */
-template <typename T, bool H2, int R, int S, int ST, int KT, int PH, int PW, int LW, bool FAST, int M>
-__global__ void __launch_bounds__(256, M ? (KT * PH * PW <= 32 ? 3 : (KT * PH * PW <= 64 ? 2 : 1)) : (KT * PH * PW <= 32 ? 2 : 1))
-    reuse_kernel(SmemParams p) {
+template <typename T, bool H2, int R, int S, int ST, int KT, int PH, int PW, int LW, bool FAST>
+__global__ void __launch_bounds__(256, (KT * PH * PW <= 32 ? 2 : 1)) reuse_kernel(SmemParams p) {
     using namespace reuse_detail;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     constexpr int LH = 32 / LW;
@@ -336,7 +255,7 @@ __global__ void __launch_bounds__(256, M ? (KT * PH * PW <= 32 ? 3 : (KT * PH * 
                 nlo = __ldg(sg + min(lane, p.cc));
                 nhi = __ldg(sg + min(32 + lane, p.cc));
             }
-            ChunkOf<T, H2, R, S, ST, KT, PH, PW, FAST, M>::run(acc, sb, seg_lo, seg_hi, p, lane);
+            ReuseChunk<T, H2, R, S, ST, KT, PH, PW, FAST>::run(acc, sb, seg_lo, seg_hi, p, lane);
             seg_lo = nlo;
             seg_hi = nhi;
         }
@@ -387,24 +306,24 @@ __global__ void __launch_bounds__(256, M ? (KT * PH * PW <= 32 ? 3 : (KT * PH * 
     }
 }
 
-template <typename T, bool H2, int R, int S, int ST, int KT, int PH, int PW, int LW, int M = 0>
+template <typename T, bool H2, int R, int S, int ST, int KT, int PH, int PW, int LW>
 cudaError_t launch_reuse_cfg(bool fast, const SmemParams& p, size_t smem, cudaStream_t s) {
     dim3 grid((unsigned)(p.tiles_h * p.tiles_w), (unsigned)p.groups, (unsigned)(p.N < 65535 ? p.N : 65535));
     constexpr bool can_fast = (R == 3 && S == 3 && ST == 1 && PW % 4 == 0);
     if (can_fast && fast)
-        reuse_kernel<T, H2, R, S, ST, KT, PH, PW, LW, can_fast, M><<<grid, 256, smem, s>>>(p);
+        reuse_kernel<T, H2, R, S, ST, KT, PH, PW, LW, can_fast><<<grid, 256, smem, s>>>(p);
     else
-        reuse_kernel<T, H2, R, S, ST, KT, PH, PW, LW, false, M><<<grid, 256, smem, s>>>(p);
+        reuse_kernel<T, H2, R, S, ST, KT, PH, PW, LW, false><<<grid, 256, smem, s>>>(p);
     return cudaGetLastError();
 }
 
-template <typename T, bool H2, int R, int S, int ST, int KT, int PH, int PW, int LW, int M = 0>
+template <typename T, bool H2, int R, int S, int ST, int KT, int PH, int PW, int LW>
 cudaError_t set_smem_reuse_cfg(int bytes) {
     constexpr bool can_fast = (R == 3 && S == 3 && ST == 1 && PW % 4 == 0);
-    cudaError_t e = cudaFuncSetAttribute(reuse_kernel<T, H2, R, S, ST, KT, PH, PW, LW, false, M>,
+    cudaError_t e = cudaFuncSetAttribute(reuse_kernel<T, H2, R, S, ST, KT, PH, PW, LW, false>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     if (can_fast) {
-        const cudaError_t e2 = cudaFuncSetAttribute(reuse_kernel<T, H2, R, S, ST, KT, PH, PW, LW, can_fast, M>,
+        const cudaError_t e2 = cudaFuncSetAttribute(reuse_kernel<T, H2, R, S, ST, KT, PH, PW, LW, can_fast>,
                                                     cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
         if (e2 != cudaSuccess) e = e2;
     }

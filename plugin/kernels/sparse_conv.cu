@@ -117,7 +117,7 @@ struct tsc_plan {
      * A layout's geometry (kt/groups, smem staging) is known from creation; its arrays only once built. */
     TileLayout lay[3]; /* kt = 8, 16, 32 (kt == 0: not available for this plan) */
     SmemLayout slay[16]; /* per kSmemCfgs entry (NCHW plans; ok: available) */
-    SmemLayout rlay[24]; /* per register-reuse config (tsc::REUSE_CFGS; ok: available) */
+    SmemLayout rlay[16]; /* per register-reuse config (tsc::REUSE_CFGS; ok: available) */
     MmaLayout mlay[16];  /* per tensor-core config (tsc::MMA_CFGS; fp16 NCHW plans on sm_80+) */
     /* validated canonical CSR kept on the host to build layouts later */
     std::vector<int32_t> h_rowoff, h_idx;
@@ -588,7 +588,6 @@ tsc_status build_reuse_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLay
         return TSC_OK;
     const bool f16 = p->dtype == TSC_FLOAT16;
     if (f16 && !cfg.f16) return TSC_OK;
-    if (cfg.mask && (cfg.kt > 8 || cfg.ns != 1 || d.R * d.S > 9)) return TSC_OK; /* 9 tap bits per channel, 4 words */
     const int es = f16 ? 2 : 4;
     const int TH = (32 / cfg.lw) * cfg.ph, TW = cfg.lw * cfg.pw;
     const long long in_h = (long long)(TH - 1) * d.stride_h + d.R;
@@ -658,30 +657,7 @@ tsc_status build_reuse_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLay
                     if (c >= c1 || cl % cfg.ns != sp) continue;
                     std::vector<std::pair<int, int> >& L = lists[(size_t)slot * d.C + c];
                     std::sort(L.begin(), L.end());
-                    if (cfg.mask && !L.empty()) { /* header: KT x 9 tap bits; then one value per entry (.x) */
-                        unsigned mw[4] = {0u, 0u, 0u, 0u};
-                        for (size_t t = 0; t < L.size(); ++t) {
-                            const int kl = L[t].first / RS, rs = L[t].first % RS;
-                            mw[kl >> 1] |= 1u << ((kl & 1) * 16 + rs);
-                        }
-                        int2 h;
-                        h.x = (int)mw[0];
-                        h.y = (int)mw[1];
-                        entries.push_back(h);
-                        if (cfg.kt > 4) {
-                            h.x = (int)mw[2];
-                            h.y = (int)mw[3];
-                            entries.push_back(h);
-                        }
-                        for (size_t t = 0; t < L.size(); ++t) {
-                            int2 en;
-                            en.x = L[t].second;
-                            en.y = 0;
-                            entries.push_back(en);
-                        }
-                    } else {
-                        append_entries(L, 0, L.size(), &entries);
-                    }
+                    append_entries(L, 0, L.size(), &entries);
                 }
             }
         }
@@ -953,7 +929,7 @@ Variant heuristic_variant(const tsc_plan* p, int N, int H, int W, int P, int Q) 
 }
 
 /* ---- lazy layouts: a key per device layout (generic, tile kt 8/16/32, smem cfg) ---- */
-const int kKeyGeneric = 0, kKeyTile0 = 1, kKeySmem0 = 4, kKeyReuse0 = 4 + 16, kKeyMma0 = 4 + 16 + 24, kKeyCount = 4 + 16 + 24 + 16;
+const int kKeyGeneric = 0, kKeyTile0 = 1, kKeySmem0 = 4, kKeyReuse0 = 4 + 16, kKeyMma0 = 4 + 32, kKeyCount = 4 + 48;
 
 int layout_key(const tsc_plan* p, const Variant& v) {
     if (v.kind == 1) return kKeyTile0 + lay_index(tsc::tile_cfg_info(p->geom, v.cfg).kt);
@@ -1282,7 +1258,7 @@ std::string variant_name(const tsc_plan* plan, const Variant& v) {
         const tsc::ReuseCfgInfo c = tsc::reuse_cfg_info(v.cfg);
         return std::string("reuse(tile=") + std::to_string((32 / c.lw) * c.ph) + "x" + std::to_string(c.lw * c.pw) +
                ",kt=" + std::to_string(c.kt) + ",px=" + std::to_string(c.ph) + "x" + std::to_string(c.pw) +
-               ",split=" + std::to_string(c.ns) + (plan->dtype == TSC_FLOAT16 ? ",half2" : "") + (c.mask ? ",mask" : "") + ")";
+               ",split=" + std::to_string(c.ns) + (plan->dtype == TSC_FLOAT16 ? ",half2" : "") + ")";
     }
     if (v.kind == 5) {
         const tsc::MmaCfgInfo c = tsc::mma_cfg_info(v.cfg);

@@ -142,36 +142,30 @@ cudaError_t launch_smem_f16(int tile, int kw, const SmemParams& p, const TmaDesc
 /* true when the library holds sm_90+ code of the smem kernel for the current device (TMA staging can run). */
 bool smem_tma_supported();
 
-/* Register-reuse kernel (reuse_kernel.cuh): X(id, R, S, stride, KT, PH, PW, LW, NS, F16, M) per config:
+/* Register-reuse kernel (reuse_kernel.cuh): X(id, R, S, stride, KT, PH, PW, LW, NS, F16) per config:
  * KT output channels per warp slot, PH x PW pixels per lane, LW lanes along the width, NS warps per
- * slot splitting the input channels, F16: has a half2 fp16 instantiation, M: dispatch -- 0 one brx.idx per
- * nonzero (value, case), 1 bit masks (per input channel, KT x 9 tap bits walked by warp-uniform predicated
- * branches; fp32, 3x3 stride 1, NS 1, KT <= 8). Ids are stable (variant ids). */
+ * slot splitting the input channels, F16: has a half2 fp16 instantiation. Ids are stable (variant ids). */
 #define TSC_REUSE_FOR_EACH(X) \
-    X(0, 3, 3, 1, 8, 4, 4, 8, 1, 0, 0) \
-    X(1, 3, 3, 1, 8, 2, 4, 8, 1, 1, 0) \
-    X(2, 3, 3, 1, 16, 2, 4, 8, 1, 1, 0) \
-    X(3, 3, 3, 1, 8, 2, 4, 4, 2, 1, 0) \
-    X(4, 3, 3, 1, 8, 1, 2, 4, 4, 1, 0) \
-    X(5, 3, 3, 1, 4, 1, 2, 4, 8, 1, 0) \
-    X(6, 3, 3, 1, 16, 2, 4, 4, 1, 1, 0) \
-    X(7, 3, 3, 1, 8, 2, 4, 4, 1, 1, 0) \
-    X(8, 1, 1, 1, 16, 2, 4, 8, 1, 1, 0) \
-    X(9, 1, 1, 1, 8, 1, 2, 4, 4, 1, 0) \
-    X(10, 3, 3, 2, 8, 2, 4, 8, 1, 0, 0) \
-    X(11, 3, 3, 2, 8, 1, 2, 4, 4, 0, 0) \
-    X(12, 3, 3, 1, 4, 2, 4, 8, 1, 1, 0) \
-    X(13, 3, 3, 1, 4, 2, 4, 4, 2, 1, 0) \
-    X(14, 3, 3, 1, 4, 2, 4, 4, 4, 1, 0) \
-    X(15, 3, 3, 1, 8, 4, 4, 8, 1, 0, 1) \
-    X(16, 3, 3, 1, 4, 4, 4, 8, 1, 0, 1) \
-    X(17, 3, 3, 1, 8, 2, 4, 8, 1, 0, 1) \
-    X(18, 3, 3, 1, 4, 2, 4, 8, 1, 0, 1)
-static const int REUSE_CFGS = 19;
-struct ReuseCfgInfo { int r, s, st, kt, ph, pw, lw, ns, f16, mask; };
+    X(0, 3, 3, 1, 8, 4, 4, 8, 1, 0) \
+    X(1, 3, 3, 1, 8, 2, 4, 8, 1, 1) \
+    X(2, 3, 3, 1, 16, 2, 4, 8, 1, 1) \
+    X(3, 3, 3, 1, 8, 2, 4, 4, 2, 1) \
+    X(4, 3, 3, 1, 8, 1, 2, 4, 4, 1) \
+    X(5, 3, 3, 1, 4, 1, 2, 4, 8, 1) \
+    X(6, 3, 3, 1, 16, 2, 4, 4, 1, 1) \
+    X(7, 3, 3, 1, 8, 2, 4, 4, 1, 1) \
+    X(8, 1, 1, 1, 16, 2, 4, 8, 1, 1) \
+    X(9, 1, 1, 1, 8, 1, 2, 4, 4, 1) \
+    X(10, 3, 3, 2, 8, 2, 4, 8, 1, 0) \
+    X(11, 3, 3, 2, 8, 1, 2, 4, 4, 0) \
+    X(12, 3, 3, 1, 4, 2, 4, 8, 1, 1) \
+    X(13, 3, 3, 1, 4, 2, 4, 4, 2, 1) \
+    X(14, 3, 3, 1, 4, 2, 4, 4, 4, 1)
+static const int REUSE_CFGS = 15;
+struct ReuseCfgInfo { int r, s, st, kt, ph, pw, lw, ns, f16; };
 inline ReuseCfgInfo reuse_cfg_info(int id) {
     static const ReuseCfgInfo t[REUSE_CFGS] = {
-#define TSC_REUSE_ROW(I, R, S, ST, KT, PH, PW, LW, NS, F16, M) {R, S, ST, KT, PH, PW, LW, NS, F16, M},
+#define TSC_REUSE_ROW(I, R, S, ST, KT, PH, PW, LW, NS, F16) {R, S, ST, KT, PH, PW, LW, NS, F16},
         TSC_REUSE_FOR_EACH(TSC_REUSE_ROW)
 #undef TSC_REUSE_ROW
     };
