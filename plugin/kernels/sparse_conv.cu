@@ -701,25 +701,31 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
      * (1.05-1.25x on maps TMA can stage, same-process A/B). 8-wide tiles keep 4-element units: their pitch would
      * grow 16 -> 24 and the 8x8 configs measured 1.1-1.5x slower with it, TMA or not (h200_round10 runs). */
     if (!staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg, f16 && cfg.tw >= 16 ? 8 : 4)) return TSC_OK; /* not available */
-    const int lead = sg.lead, cc = sg.cc;
+    const int lead = sg.lead;
     const long long in_h = sg.in_h, pitch = sg.pitch, cstride = sg.cstride;
+    const size_t red = (cfg.ws > 1 || cfg.cl > 1) ? (size_t)8 * cfg.nt * 4 * 32 * sizeof(float) : 0;
+    /* shared memory of chunk size c: two input buffers of a multiple of 128 bytes each (TMA box destinations),
+     * 16 bytes of mbarriers past them (or past the split reduction buffer) */
+    auto buf_bytes = [&](int c) { return ((size_t)c * cstride * es + 127) / 128 * 128; };
+    auto smem_bytes = [&](int c) { return (std::max<size_t>(2 * buf_bytes(c), red) + 15) / 16 * 16 + 16; };
+    /* staged_geometry sized the chunk for the bare buffers: shrink it until the rounding and the mbarriers fit too
+     * (round 10's first runs dropped every config whose buffers filled the budget, e.g. 8x8 tiles at stride 2) */
+    int cc = sg.cc;
+    while (cc > 1 && smem_bytes(cc) > (size_t)kSmemBudget) --cc;
     const int cpb = 16 * cfg.wg;
     const int K = d.K, RS = d.R * d.S;
     const int G = (K + cpb - 1) / cpb;
     if (G > 65535) return TSC_OK;
     const int nch = (d.C + cc - 1) / cc;
-    const size_t red = (cfg.ws > 1 || cfg.cl > 1) ? (size_t)8 * cfg.nt * 4 * 32 * sizeof(float) : 0;
     L.lead = lead;
     L.in_h = (int)in_h;
     L.pitch = (int)pitch;
     L.cstride = (int)cstride;
     L.cc = cc;
     L.groups = G;
-    /* two input buffers of a multiple of 128 bytes each (TMA box destinations), 16 bytes of mbarriers past them */
-    const size_t buf_bytes = ((size_t)cc * cstride * es + 127) / 128 * 128;
-    L.bstride = (int)(buf_bytes / es);
-    L.mbar_off = (int)((std::max<size_t>(2 * buf_bytes, red) + 15) / 16 * 16);
-    L.smem = (size_t)L.mbar_off + 16;
+    L.bstride = (int)(buf_bytes(cc) / es);
+    L.mbar_off = (int)((std::max<size_t>(2 * buf_bytes(cc), red) + 15) / 16 * 16);
+    L.smem = smem_bytes(cc);
     L.ok = L.smem <= (size_t)kSmemBudget && (long long)cc * cstride * es < 65536; /* 16-bit offsets */
     if (!build || !L.ok) return TSC_OK; /* geometry only */
     std::vector<uint32_t> afrag, koff;
