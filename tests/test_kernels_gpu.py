@@ -156,6 +156,18 @@ def test_reuse_variants_offered(dtype):
         assert all(("half2" in n) == (dtype == "fp16") for n in reuse), reuse
 
 
+def test_half2_reuse_not_offered_on_near_dense_weights():
+    """half2 partial sums over 16 input channels exceed the fp16 tolerance on near-dense weights (2.3e-3 at 0%
+    sparsity, C = 33): fp16 plans with more than 60% nonzeros do not list the half2 reuse variants; fp32 plans of
+    the same weights still list reuse (fp32 arithmetic)."""
+    rng = np.random.default_rng(secrets.randbits(32))
+    sw = random_sparse_weight(rng, 16, 33, 3, 3, 0.0)
+    for dtype, expect in (("fp16", False), ("fp32", True)):
+        plan = tcuda.SparseConvPlan(sw, None, (1, 1), (1, 1, 1, 1), (1, 1), dtype=dtype)
+        names = plan.variants(1, 13, 14)
+        assert any(n.startswith("reuse(") for n in names) == expect, (dtype, names)
+
+
 @pytest.mark.parametrize("dtype", ["fp32", "fp16"])
 @pytest.mark.parametrize("aligned", [True, False], ids=["aligned", "unaligned"])
 def test_smem_multichunk_and_unaligned_input(dtype, aligned):

@@ -588,6 +588,10 @@ tsc_status build_reuse_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLay
         return TSC_OK;
     const bool f16 = p->dtype == TSC_FLOAT16;
     if (f16 && !cfg.f16) return TSC_OK;
+    /* half2 sums up to 16 input channels' products in fp16: on near-dense weights (up to 144 terms per partial
+     * sum) that measured 2.3e-3 norm-relative error (0% sparsity, C = 33), over the 2e-3 fp16 tolerance; keep it
+     * to layers with at most 60% nonzeros (the deep-reduction test bounds 50% and 90% sparsity) */
+    if (f16 && (double)p->nnz > 0.6 * (double)d.K * d.C * d.R * d.S) return TSC_OK;
     const int es = f16 ? 2 : 4;
     const int TH = (32 / cfg.lw) * cfg.ph, TW = cfg.lw * cfg.pw;
     const long long in_h = (long long)(TH - 1) * d.stride_h + d.R;
