@@ -8,7 +8,9 @@
  *   0 fixed  : every nonzero runs the same PHxPW register FMAs (no dispatch) -- the loop's ceiling;
  *   1 brx    : ReuseFma<3,3,1,KT,PH,PW> (one brx.idx into KT*9 cases of PHxPW register FMAs) -- the reuse design;
  *   3 brx+pf : brx with the next nonzero's entry loaded one ahead;
- *   2 lds    : the smem kernel's way: per nonzero PHxPW (LDS + FFMA) at the nonzero's offset (no patch reload).
+ *   2 lds    : per nonzero PHxPW (LDS + FFMA) at the nonzero's offset (no patch reload). Not a calibration of the
+ *              smem kernel: lanes here own PW adjacent pixels, so its loads have 4-way bank conflicts (4.0 TFLOP/s
+ *              on the H200); the smem kernel interleaves lanes and measures 5.6-10 with staging;
  * Prints useful FMA throughput (TFLOP/s, 2 flop per FMA) per mode/config; JSON with --json.
  * Build: nvcc -O3 -std=c++17 -arch=sm_90 -I plugin/kernels bench/probes/reuse_dispatch_probe.cu -o /tmp/probe
  */
