@@ -42,26 +42,35 @@ __device__ __forceinline__ float lds32(unsigned a) {
 constexpr int kPatchFloats = 8192; /* 32 KB of "staged input" */
 constexpr int kPitch = 40;         /* floats per staged row */
 
+
+/* Every block's "staged input": kPatchFloats floats of a fixed pattern. */
+__device__ __forceinline__ void fill_patch_source(float* sp) {
+    for (int i = threadIdx.x; i < kPatchFloats; i += 256) sp[i] = (float)((i * 37) % 101) * 0.01f;
+}
+/* Shared-window address of the lane's patch origin: lanes side by side (PW floats apart), 8 per row of lanes. */
+template <int PH, int PW>
+__device__ __forceinline__ unsigned patch_origin(const float* sp) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    return smem_u32(sp) + 4u * (unsigned)((lane >> 3) * PH * kPitch + (lane & 7) * PW + warp * 4 * kPitch);
+}
+
 template <int KT, int PH, int PW, int MINB, int MODE>
 __global__ void __launch_bounds__(256, MINB) probe_kernel(const int2* __restrict__ ent_g, int n_ent, int npc, int reps,
                                                          float* out) {
     extern __shared__ __align__(16) unsigned char raw[];
     float* sp = reinterpret_cast<float*>(raw);
     int2* ent = reinterpret_cast<int2*>(raw + kPatchFloats * 4);
-    for (int i = threadIdx.x; i < kPatchFloats; i += 256) sp[i] = (float)((i * 37) % 101) * 0.01f;
+    fill_patch_source(sp);
     for (int i = threadIdx.x; i < n_ent + 2; i += 256) ent[i] = i < n_ent ? ent_g[i] : make_int2(0, 0);
     __syncthreads();
     constexpr int PX = PH * PW, PTH = PH + 2, PTW = PW + 2;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     float acc[KT][PX];
 #pragma unroll
     for (int k = 0; k < KT; ++k)
 #pragma unroll
         for (int j = 0; j < PX; ++j) acc[k][j] = 0.f;
     const unsigned ea = smem_u32(ent);
-    /* lane's patch origin: lanes side by side (PW floats apart), 8 lanes per row of lanes */
-    const int org = (lane >> 3) * PH * kPitch + (lane & 7) * PW + warp * 4 * kPitch;
-    const unsigned pa = smem_u32(sp) + 4u * (unsigned)org;
+    const unsigned pa = patch_origin<PH, PW>(sp);
     for (int r = 0; r < reps; ++r) {
         for (int t0 = 0; t0 < n_ent; t0 += npc) {
             const unsigned ca = pa + 4u * (unsigned)(((t0 / npc) * 5 % 16) * kPitch * 8); /* "channel" t0 / npc */
@@ -140,20 +149,18 @@ __global__ void __launch_bounds__(256, MINB) mask_kernel(const uint4* __restrict
     float* sp = reinterpret_cast<float*>(raw);
     uint4* rec = reinterpret_cast<uint4*>(raw + kPatchFloats * 4);
     float* wv = reinterpret_cast<float*>(raw + kPatchFloats * 4 + (size_t)n_ch * 16);
-    for (int i = threadIdx.x; i < kPatchFloats; i += 256) sp[i] = (float)((i * 37) % 101) * 0.01f;
+    fill_patch_source(sp);
     for (int i = threadIdx.x; i < n_ch; i += 256) rec[i] = rec_g[i];
     for (int i = threadIdx.x; i < n_w; i += 256) wv[i] = w_g[i];
     __syncthreads();
     constexpr int PX = PH * PW, PTH = PH + 2, PTW = PW + 2;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     float acc[KT][PX];
 #pragma unroll
     for (int k = 0; k < KT; ++k)
 #pragma unroll
         for (int j = 0; j < PX; ++j) acc[k][j] = 0.f;
     const unsigned ra = smem_u32(rec), wa0 = smem_u32(wv);
-    const int org = (lane >> 3) * PH * kPitch + (lane & 7) * PW + warp * 4 * kPitch;
-    const unsigned pa = smem_u32(sp) + 4u * (unsigned)org;
+    const unsigned pa = patch_origin<PH, PW>(sp);
     for (int r = 0; r < reps; ++r) {
 #pragma unroll 1
         for (int ch = 0; ch < n_ch; ++ch) {
