@@ -207,6 +207,44 @@ __global__ void __launch_bounds__(256, MINB) mask_kernel(const uint4* __restrict
     out[blockIdx.x * 256 + threadIdx.x] = s;
 }
 
+/* Occupancy-sized grid (4 waves) of kernel k with `smem` dynamic bytes, its registers and blocks per SM. */
+struct LaunchShape {
+    int grid, regs, blocks_per_sm;
+};
+template <typename K>
+LaunchShape launch_shape(K k, size_t smem, int sms) {
+    cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    cudaFuncAttributes fa;
+    cudaFuncGetAttributes(&fa, k);
+    int bps = 0;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, k, 256, smem);
+    return LaunchShape{sms * (bps > 0 ? bps : 1) * 4, fa.numRegs, bps};
+}
+/* Median of 7 CUDA-event timings (ms) of launch(reps), after one warm-up launch(1); exits on a CUDA error. */
+template <typename F>
+double median_ms(const char* name, int reps, F launch) {
+    launch(1);
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    std::vector<float> ts;
+    for (int i = 0; i < 7; ++i) {
+        cudaEventRecord(e0);
+        launch(reps);
+        cudaEventRecord(e1);
+        cudaEventSynchronize(e1);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, e0, e1);
+        ts.push_back(ms);
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) { fprintf(stderr, "%s: %s\n", name, cudaGetErrorString(err)); exit(1); }
+    std::sort(ts.begin(), ts.end());
+    return ts[ts.size() / 2];
+}
+
 template <int KT, int PH, int PW, int MINB, bool HIER>
 Result run_mask(const char* name, double density, float* d_out, int sms, std::mt19937& rng) {
     const int n_ch = 256;
@@ -229,70 +267,25 @@ Result run_mask(const char* name, double density, float* d_out, int sms, std::mt
     cudaMemcpy(d_w, w.data(), w.size() * 4, cudaMemcpyHostToDevice);
     auto k = mask_kernel<KT, PH, PW, MINB, HIER>;
     const size_t smem = kPatchFloats * 4 + (size_t)n_ch * 16 + (w.size() + 1) * 4;
-    cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    cudaFuncAttributes fa;
-    cudaFuncGetAttributes(&fa, k);
-    int bps = 0;
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, k, 256, smem);
-    const int grid = sms * (bps > 0 ? bps : 1) * 4;
-    const int reps = 8;
-    k<<<grid, 256, smem>>>(d_rec, d_w, n_ch, (int)w.size(), 1, d_out);
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    std::vector<float> ts;
-    for (int i = 0; i < 7; ++i) {
-        cudaEventRecord(e0);
-        k<<<grid, 256, smem>>>(d_rec, d_w, n_ch, (int)w.size(), reps, d_out);
-        cudaEventRecord(e1);
-        cudaEventSynchronize(e1);
-        float ms = 0;
-        cudaEventElapsedTime(&ms, e0, e1);
-        ts.push_back(ms);
-    }
-    std::sort(ts.begin(), ts.end());
-    const double ms = ts[ts.size() / 2];
-    const double fmas = (double)grid * 256 * reps * (double)w.size() * PH * PW;
-    cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess) { fprintf(stderr, "%s: %s\n", name, cudaGetErrorString(err)); exit(1); }
+    const LaunchShape ls = launch_shape(k, smem, sms);
+    const int reps = 8, n_w = (int)w.size();
+    const double ms = median_ms(name, reps, [&](int r) { k<<<ls.grid, 256, smem>>>(d_rec, d_w, n_ch, n_w, r, d_out); });
+    const double fmas = (double)ls.grid * 256 * reps * (double)w.size() * PH * PW;
     cudaFree(d_rec);
     cudaFree(d_w);
     const int npc_x10 = (int)(10.0 * (double)w.size() / n_ch + 0.5); /* nonzeros per channel x 10 */
-    return Result{name, KT, PH, PW, MINB, npc_x10, fa.numRegs, bps, ms * 1e3, 2 * fmas / (ms * 1e-3) / 1e12, 0};
+    return Result{name, KT, PH, PW, MINB, npc_x10, ls.regs, ls.blocks_per_sm, ms * 1e3, 2 * fmas / (ms * 1e-3) / 1e12, 0};
 }
 
 template <int KT, int PH, int PW, int MINB, int MODE>
 Result run_one(const char* name, const int2* d_ent, int n_ent, int npc, float* d_out, int sms) {
     auto k = probe_kernel<KT, PH, PW, MINB, MODE>;
     const size_t smem = kPatchFloats * 4 + (size_t)(n_ent + 2) * 8;
-    cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    cudaFuncAttributes fa;
-    cudaFuncGetAttributes(&fa, k);
-    int bps = 0;
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, k, 256, smem);
-    const int grid = sms * (bps > 0 ? bps : 1) * 4;
+    const LaunchShape ls = launch_shape(k, smem, sms);
     const int reps = 8;
-    k<<<grid, 256, smem>>>(d_ent, n_ent, npc, 1, d_out); /* warm-up */
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    std::vector<float> ts;
-    for (int i = 0; i < 7; ++i) {
-        cudaEventRecord(e0);
-        k<<<grid, 256, smem>>>(d_ent, n_ent, npc, reps, d_out);
-        cudaEventRecord(e1);
-        cudaEventSynchronize(e1);
-        float ms = 0;
-        cudaEventElapsedTime(&ms, e0, e1);
-        ts.push_back(ms);
-    }
-    std::sort(ts.begin(), ts.end());
-    const double ms = ts[ts.size() / 2];
-    const double fmas = (double)grid * 256 * reps * n_ent * PH * PW; /* one useful FMA per lane pixel per nonzero */
-    Result r{name, KT, PH, PW, MINB, npc, fa.numRegs, bps, ms * 1e3, 2 * fmas / (ms * 1e-3) / 1e12, 0};
-    cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess) { fprintf(stderr, "%s: %s\n", name, cudaGetErrorString(err)); exit(1); }
-    return r;
+    const double ms = median_ms(name, reps, [&](int r) { k<<<ls.grid, 256, smem>>>(d_ent, n_ent, npc, r, d_out); });
+    const double fmas = (double)ls.grid * 256 * reps * n_ent * PH * PW; /* one useful FMA per lane pixel per nonzero */
+    return Result{name, KT, PH, PW, MINB, npc, ls.regs, ls.blocks_per_sm, ms * 1e3, 2 * fmas / (ms * 1e-3) / 1e12, 0};
 }
 
 int main(int argc, char** argv) {
