@@ -728,8 +728,8 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
     L.cc = cc;
     L.groups = G;
     L.bstride = (int)(buf_bytes(cc) / es);
-    L.mbar_off = (int)((std::max<size_t>(2 * buf_bytes(cc), red) + 15) / 16 * 16);
     L.smem = smem_bytes(cc);
+    L.mbar_off = (int)(L.smem - 16); /* the mbarriers are the last 16 bytes */
     L.ok = L.smem <= (size_t)kSmemBudget && (long long)cc * cstride * es < 65536; /* 16-bit offsets */
     if (!build || !L.ok) return TSC_OK; /* geometry only */
     std::vector<uint32_t> afrag, koff;
