@@ -3,7 +3,7 @@
 #   [DEADLINE=S] bash tools/device_kernels.sh [build] [test] [sanitize] [sanitize-quick] [plan-memory] [bench-quick]
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
 #                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma] [ab-mma] [ab-small]
-#                                             [probe] [variants-reuse]
+#                                             [probe] [variants-reuse] [ab-layout]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Logs and JSON go to $OUT (default ./device_out); a short table is printed last.
@@ -49,7 +49,7 @@ fi
 if has sanitize-quick && fits 40; then
   say "compute-sanitizer memcheck (small subset + plan memory / choice tests)"
   compute-sanitizer --tool memcheck --error-exitcode 99 python3 -m pytest -q -m gpu tests/test_kernels_gpu.py \
-    -k "(test_every_variant_matches_reference and (basic or 1x1)) or test_plan_memory_is_lazy or test_choice_roundtrip" \
+    -k "(test_every_variant_matches_reference and (basic or 1x1)) or (test_nhwc_matches_reference and (basic or stride2 or odd_sizes)) or test_plan_memory_is_lazy or test_choice_roundtrip" \
     >"$OUT/sanitize_quick.log" 2>&1
   rc=$?; say "memcheck rc=$rc"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitize_quick.log" | tail -3
   [ $rc -eq 0 ] || status=1
@@ -194,6 +194,13 @@ if has bench-vector && fits 60; then
     vgg16_3x3_c64_k64_h224 vgg16_3x3_c64_k128_h112 vgg16_3x3_c128_k128_h112 vgg16_3x3_c128_k256_h56 \
     vgg16_3x3_c256_k256_h56 vgg16_3x3_c256_k512_h28 vgg16_3x3_c512_k512_h28 vgg16_3x3_c512_k512_h14 \
     2>"$OUT/bench_vector16.err" || status=1
+fi
+if has ab-layout && fits 90; then
+  say "NCHW vs NHWC plans (tuned), 3x3 s1 + stride-2 + 1x1 layers, batch 1, 90%"
+  python3 bench/layout_ab.py --sparsity 0.9 --dtype fp32 fp16 --batch 1 --json "$OUT/ab_layout.json" \
+    --only resnet50_3x3_c64_h56 resnet50_3x3_c128_h28 resnet50_3x3_c256_h14 resnet50_3x3_c512_h7 \
+    vgg16_3x3_c128_k128_h112 vgg16_3x3_c256_k256_h56 vgg16_3x3_c512_k512_h28 resnet50_3x3s2_c128_h56 \
+    resnet50_1x1_c256_k64_h56 2>"$OUT/ab_layout.err" | tail -22 || status=1
 fi
 if has ncu; then
   say "ncu (tuned variant, fp32 90%)"

@@ -1,5 +1,5 @@
 /*
- * Tensor-core sparse direct convolution (fp16 I/O, fp32 accumulation, sm_80+; NCHW, any R x S, stride,
+ * Tensor-core sparse direct convolution (fp16 I/O, fp32 accumulation, sm_80+; NCHW or NHWC, any R x S, stride,
  * dilation, pads).
  *
  * Output channels are taken 16 at a time ("groups"). For every group and staged chunk of input channels,
@@ -94,7 +94,7 @@ __device__ __forceinline__ void store_out(const SmemParams& q, T* yn, int k, int
                                           float bias) {
     const int oy = oy0 + pi / TW, ox = ox0 + pi % TW;
     if (k >= q.K || oy >= q.P || ox >= q.Q) return;
-    smem_detail::st_out(yn + (long long)k * ((long long)q.P * q.Q) + (oy * q.Q + ox),
+    smem_detail::st_out(yn + smem_detail::out_off(q, k, oy, ox),
                         smem_detail::act_f(v + bias, q.act, q.clip_min, q.clip_max));
 }
 

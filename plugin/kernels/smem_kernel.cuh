@@ -1,5 +1,5 @@
 /*
- * Shared-memory sparse direct convolution (NCHW, any R x S, stride, dilation, pads).
+ * Shared-memory sparse direct convolution (NCHW or NHWC, any R x S, stride, dilation, pads).
  *
  * A block of 256 threads (8 warps) owns one image, an output tile TH x TW and a
  * group of output channels. The input is staged one chunk of CC input channels at
@@ -211,10 +211,13 @@ __device__ __forceinline__ void stage(const SmemParams& p, const StageLane& l, c
     const int ve = p.vec ? 4 : 1;
     const int gx = ix0 + l.v * ve;
     const bool colok = p.vec ? (gx >= 0 && gx + 4 <= p.W) : ((unsigned)gx < (unsigned)p.W);
-    const long long HW = (long long)p.H * p.W;
-    long long so = (long long)(c0 + l.c) * HW + (long long)(iy0 + l.r) * p.W + gx; /* source offset */
-    const long long s_step = p.st_step_c * HW + (long long)p.st_step_r * p.W;
-    const long long s_wrap = HW - (long long)p.in_h * p.W;
+    /* element strides of a channel, a row and a column: NCHW (H*W, W, 1) or NHWC (1, W*C, C) */
+    const long long cs = p.nhwc ? 1LL : (long long)p.H * p.W;
+    const long long rs = p.nhwc ? (long long)p.W * p.C : (long long)p.W;
+    const long long xs = p.nhwc ? (long long)p.C : 1LL;
+    long long so = (long long)(c0 + l.c) * cs + (long long)(iy0 + l.r) * rs + gx * xs; /* source offset */
+    const long long s_step = p.st_step_c * cs + (long long)p.st_step_r * rs;
+    const long long s_wrap = cs - (long long)p.in_h * rs;
     T* dst = buf + l.row0 * p.pitch + l.v * ve;
     const int d_step = p.st_step * p.pitch;
     const int step = p.st_step, step_r = p.st_step_r, in_h = p.in_h;
@@ -239,6 +242,11 @@ __device__ __forceinline__ void stage(const SmemParams& p, const StageLane& l, c
             if (r >= in_h) { r -= in_h; so += s_wrap; }
         }
     }
+}
+
+/* Element offset of output (channel k, row oy, column ox) within one image: NCHW or NHWC (p.nhwc). */
+__device__ __forceinline__ long long out_off(const SmemParams& p, int k, int oy, int ox) {
+    return p.nhwc ? ((long long)oy * p.Q + ox) * p.K + k : ((long long)k * p.P + oy) * p.Q + ox;
 }
 
 /* Stage the block's nonzero list entries [lo, hi) of one listed chunk into dst (hi - lo <= p.lcap: the layout
@@ -471,7 +479,7 @@ __global__ void __launch_bounds__(256, KW == 1 && PXH * PXW <= 2 ? 4 : (KW <= 2 
                 for (int q = 0; q < cl; ++q)
                     for (int sp = 0; sp < ns; ++sp)
                         s += ld_peer(red + ((((slot * ns + sp) * KW) + kl) * PX + j) * 32 + ln, (unsigned)q);
-                st_out(y + (((long long)n * p.K + k) * p.P + oy) * p.Q + ox,
+                st_out(y + (long long)n * p.K * p.P * p.Q + out_off(p, k, oy, ox),
                        act_f(s + __ldg(p.bias + k), p.act, p.clip_min, p.clip_max));
             }
             cluster_sync(); /* peers are done reading this block's partials (smem reused / block exits) */
@@ -484,7 +492,7 @@ __global__ void __launch_bounds__(256, KW == 1 && PXH * PXW <= 2 ? 4 : (KW <= 2 
                 const int k = k_out[kl];
                 if (k < 0) continue;
                 const float bk = b_out[kl];
-                T* yk = y + ((long long)n * p.K + k) * p.P * p.Q;
+                T* yn = y + (long long)n * p.K * p.P * p.Q;
 #pragma unroll
                 for (int jr = 0; jr < PXH; ++jr) {
                     const int oy = oy0 + lr + jr * LH;
@@ -493,7 +501,7 @@ __global__ void __launch_bounds__(256, KW == 1 && PXH * PXW <= 2 ? 4 : (KW <= 2 
                     for (int jc = 0; jc < PXW; ++jc) {
                         const int ox = ox0 + lc + jc * LW;
                         if (ox < p.Q)
-                            st_out(yk + (long long)oy * p.Q + ox, act_f(acc[kl][jr * PXW + jc] + bk, p.act, p.clip_min, p.clip_max));
+                            st_out(yn + out_off(p, k, oy, ox), act_f(acc[kl][jr * PXW + jc] + bk, p.act, p.clip_min, p.clip_max));
                     }
                 }
             }
@@ -516,7 +524,7 @@ __global__ void __launch_bounds__(256, KW == 1 && PXH * PXW <= 2 ? 4 : (KW <= 2 
                 const int jr = j / PXW, jc = j - jr * PXW;
                 const int oy = oy0 + ln / LW + jr * LH, ox = ox0 + ln % LW + jc * LW;
                 if (k >= 0 && oy < p.P && ox < p.Q)
-                    st_out(y + (((long long)n * p.K + k) * p.P + oy) * p.Q + ox,
+                    st_out(y + (long long)n * p.K * p.P * p.Q + out_off(p, k, oy, ox),
                            act_f(s + __ldg(p.bias + k), p.act, p.clip_min, p.clip_max));
             }
             __syncthreads();

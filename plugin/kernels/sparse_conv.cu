@@ -506,7 +506,8 @@ bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int n
     sp->groups = L.groups;
     sp->ns = ns;
     sp->cl = cl;
-    sp->vec = ((W % 4) == 0 && (reinterpret_cast<uintptr_t>(x) % (uintptr_t)(4 * es)) == 0) ? 1 : 0;
+    sp->nhwc = p->layout == TSC_NHWC ? 1 : 0; /* element-wise staging, channel-last stores */
+    sp->vec = (!sp->nhwc && (W % 4) == 0 && (reinterpret_cast<uintptr_t>(x) % (uintptr_t)(4 * es)) == 0) ? 1 : 0;
     sp->act = p->d.activation;
     sp->clip_min = p->d.clip_min;
     sp->clip_max = p->d.clip_max;
@@ -534,7 +535,7 @@ bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int n
 /* Launch parameters of a smem variant; false if it cannot run this shape. */
 bool smem_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P, int Q, const void* x, void* y,
                  tsc::SmemParams* sp) {
-    if (p->layout != TSC_NCHW || v.cfg < 0 || v.cfg >= kSmemCfgCount) return false;
+    if (v.cfg < 0 || v.cfg >= kSmemCfgCount) return false; /* NCHW and NHWC */
     const SmemLayout& L = p->slay[v.cfg];
     if (!L.ok) return false; /* geometry not supported (availability, not whether the arrays are built) */
     const SmemCfg cfg = kSmemCfgs[v.cfg];
@@ -695,7 +696,7 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
     const tsc::MmaCfgInfo cfg = tsc::mma_cfg_info(ci);
     SmemLayout& L = out->s;
     L.ok = false;
-    if (p->layout != TSC_NCHW || !p->mma) return TSC_OK; /* fp32 plans run it only with TF32 allowed */
+    if (!p->mma) return TSC_OK; /* fp32 plans run it only with TF32 allowed */
     const bool f16 = p->dtype == TSC_FLOAT16;
     const int es = f16 ? 2 : 4;
     const int KS = f16 ? 16 : 8;     /* positions per k-step: m16n8k16 (fp16) / m16n8k8 (TF32) */
@@ -822,7 +823,7 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
 /* Launch parameters of a tensor-core variant; false if it cannot run this shape. */
 bool mma_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P, int Q, const void* x, void* y,
                 tsc::MmaParams* mp) {
-    if (p->layout != TSC_NCHW || v.cfg < 0 || v.cfg >= tsc::MMA_CFGS) return false;
+    if (v.cfg < 0 || v.cfg >= tsc::MMA_CFGS) return false; /* NCHW and NHWC */
     const MmaLayout& M = p->mlay[v.cfg];
     if (!M.s.ok || (p->dtype == TSC_FLOAT32 && !p->tf32)) return false; /* TF32 only where allowed */
     const tsc::MmaCfgInfo cfg = tsc::mma_cfg_info(v.cfg);
@@ -920,13 +921,12 @@ int default_lw(const tsc_plan* p, int cfg, int Q) {
 }
 
 /* Heuristic variant (without tsc_plan_tune), from the H200 sweeps (docs/PERFORMANCE.md, bench/results/
- * h200_smem_*.json). NCHW convolutions wider than 1x1 with >= 150K outputs (N x K x P x Q) run the
+ * h200_smem_*.json). Convolutions (NCHW or NHWC) wider than 1x1 with >= 150K outputs (N x K x P x Q) run the
  * shared-memory kernel: 16x16 tiles x 2 channels per warp for large maps (P, Q >= 28 and >= 800K outputs),
  * 8x8 tiles x 2 channels per warp otherwise while C <= 256 (its input staging grows with C). Else: below
- * ~400K outputs the one-output-per-thread generic kernel, above it the 4-pixels-per-thread one. */
+ * ~400K outputs the one-output-per-thread generic kernel, above it the 4-pixels-per-thread one (NCHW only). */
 Variant heuristic_variant(const tsc_plan* p, int N, int H, int W, int P, int Q) {
     Variant v = {0, 0, 1, 0, 0};
-    if (p->layout != TSC_NCHW) return v;
     const long long outs = (long long)N * P * Q * p->d.K;
     if (p->d.R * p->d.S > 1 && outs >= 150000LL) {
         const int cfg = (P >= 28 && Q >= 28 && outs >= 800000LL) ? 3 : (p->d.C <= 256 ? 6 : -1);
@@ -934,7 +934,7 @@ Variant heuristic_variant(const tsc_plan* p, int N, int H, int W, int P, int Q) 
         tsc::SmemParams sp;
         if (cfg >= 0 && smem_params(p, sv, N, H, W, P, Q, nullptr, nullptr, &sp)) return sv;
     }
-    if (outs >= 400000LL) v.kind = 2;
+    if (outs >= 400000LL && p->layout == TSC_NCHW) v.kind = 2; /* generic4 is NCHW only */
     return v;
 }
 
@@ -1012,7 +1012,7 @@ tsc_status ensure_key(const tsc_plan* cp, int key) {
 void needed_keys(const tsc_plan* p, bool keep[kKeyCount]) {
     for (int k = 0; k < kKeyCount; ++k) keep[k] = false;
     keep[kKeyGeneric] = true;
-    if (p->layout == TSC_NCHW && p->d.R * p->d.S > 1) { /* heuristic_variant's smem picks */
+    if (p->d.R * p->d.S > 1) { /* heuristic_variant's smem picks */
         if (p->slay[3].ok) keep[kKeySmem0 + 3] = true;
         if (p->d.C <= 256 && p->slay[6].ok) keep[kKeySmem0 + 6] = true;
     }
@@ -1098,7 +1098,7 @@ bool encode_input_map(const tsc_plan* p, const tsc::SmemParams& sp, int TW, cons
 #if defined(TSC_HAS_TMA)
     const PFN_cuTensorMapEncodeTiled_v12000 enc = tensor_map_encoder();
     const long long es = p->dtype == TSC_FLOAT16 ? 2 : 4;
-    if (!enc || !x || reinterpret_cast<uintptr_t>(x) % 16 != 0) return false;
+    if (!enc || !x || sp.nhwc || reinterpret_cast<uintptr_t>(x) % 16 != 0) return false; /* NCHW boxes only */
     if ((sp.W * es) % 16 != 0 || (sp.pitch * es) % 16 != 0) return false;
     if (((long long)(sp.pad_left + sp.lead) * es) % 16 != 0 || ((long long)TW * sp.sw * es) % 16 != 0) return false;
     if (sp.pitch < 1 || sp.pitch > 256 || sp.in_h < 1 || sp.in_h > 256 || sp.cc < 1 || sp.cc > 256) return false;
@@ -1203,7 +1203,8 @@ Variant chosen_variant(const tsc_plan* p, int N, int H, int W, int P, int Q) {
     }
     Variant v = heuristic_variant(p, N, H, W, P, Q);
     if (!key_built(p, layout_key(p, v))) {
-        Variant g = {(v.kind == 2 || (v.kind == 3 && (long long)N * P * Q * p->d.K >= 400000LL)) ? 2 : 0, 0, 1, 0, 0};
+        const bool g4 = p->layout == TSC_NCHW && (v.kind == 2 || (v.kind == 3 && (long long)N * P * Q * p->d.K >= 400000LL));
+        Variant g = {g4 ? 2 : 0, 0, 1, 0, 0};
         v = g;
     }
     return v;
@@ -1218,19 +1219,18 @@ std::vector<Variant> candidates(const tsc_plan* plan, int N, int H, int W, int P
         Variant gv = {2, 0, 1, 0, 0};
         cands.push_back(gv);
     }
-    if (plan->layout == TSC_NCHW)
-        for (int c = 0; c < kSmemCfgCount; ++c) {
-            Variant v = {3, c, 1, 0, 0};
-            tsc::SmemParams sp;
-            if (smem_params(plan, v, N, H, W, P, Q, x, y, &sp)) cands.push_back(v);
-        }
+    for (int c = 0; c < kSmemCfgCount; ++c) {
+        Variant v = {3, c, 1, 0, 0};
+        tsc::SmemParams sp;
+        if (smem_params(plan, v, N, H, W, P, Q, x, y, &sp)) cands.push_back(v);
+    }
     if (plan->layout == TSC_NCHW)
         for (int c = 0; c < tsc::REUSE_CFGS; ++c) {
             Variant v = {4, c, 1, 0, 0};
             tsc::SmemParams sp;
             if (reuse_params(plan, v, N, H, W, P, Q, x, y, &sp)) cands.push_back(v);
         }
-    if (plan->layout == TSC_NCHW && plan->mma && (plan->dtype == TSC_FLOAT16 || plan->tf32))
+    if (plan->mma && (plan->dtype == TSC_FLOAT16 || plan->tf32))
         for (int c = 0; c < tsc::MMA_CFGS; ++c) {
             Variant v = {5, c, 1, 0, 0};
             tsc::MmaParams mp;

@@ -107,6 +107,8 @@ struct SmemParams {
                              * maps the input; one bulk tensor copy per chunk, the list by one bulk copy, both
                              * completing on an mbarrier at byte offset mbar_off); 0 = per-thread cp.async */
     int mbar_off;           /* smem kernel: byte offset of two 8-byte mbarriers (tma only) */
+    int nhwc;               /* 1: input and output are NHWC (channels last; staged into the same CHW shared-memory
+                             * tile, element by element: no vec, no TMA), 0: NCHW */
 };
 
 /* Tensor-map descriptor of the input (CUtensorMap bits, encoded on the host by cuTensorMapEncodeTiled) passed to
