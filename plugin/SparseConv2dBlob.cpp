@@ -143,7 +143,7 @@ void serializeSpec(ConvSpec const& s, int32_t dtypeTag, Tactic const& tactic, vo
     }
     if (withTactic)
     {
-        int32_t const t[kTacticLength] = {tactic.id, tactic.n, tactic.h, tactic.w, tactic.dtype};
+        int32_t const t[kTacticLength] = {tactic.id, tactic.n, tactic.h, tactic.w, tactic.io()};
         for (int32_t v : t)
         {
             w.put<int32_t>(v);
@@ -241,7 +241,9 @@ bool deserializeSpec(
     Tactic tactic;
     if (hasTactic)
     {
-        ok = ok && r.get(tactic.id) && r.get(tactic.n) && r.get(tactic.h) && r.get(tactic.w) && r.get(tactic.dtype);
+        int32_t io = -1;
+        ok = ok && r.get(tactic.id) && r.get(tactic.n) && r.get(tactic.h) && r.get(tactic.w) && r.get(io);
+        tactic.setIo(io);
     }
     for (size_t i = 0; ok && i < kHeaderScalars; ++i)
     {

@@ -105,16 +105,26 @@ struct ConvSpec
 };
 
 // ---- tuned kernel choice persisted with the plugin ----
-// Variant id of tsc_plan_get_choice for input n x h x w of kernel dtype `dtype` (tsc_dtype),
-// chosen by tsc_plan_tune at engine build time and re-applied with tsc_plan_set_choice.
-// Serialized as the optional field "tactic" (kINT32, 5 values: id, n, h, w, dtype; V3) or
-// inside the V2 blob (version 2). Not part of the ONNX node's attributes.
+// Variant id of tsc_plan_get_choice for input n x h x w of kernel dtype `dtype` (tsc_dtype) and I/O
+// layout `layout` (tsc_layout: NCHW for TensorRT's kLINEAR, NHWC for kHWC / kHWC8), chosen by
+// tsc_plan_tune at engine build time and re-applied with tsc_plan_set_choice.
+// Serialized as the optional field "tactic" (kINT32, 5 values: id, n, h, w, io; V3) or inside the V2
+// blob (version 2), where io = dtype + 2 * layout (0 / 1 = fp32 / fp16 NCHW, as older builds wrote it;
+// 2 / 3 = fp32 / fp16 NHWC). Not part of the ONNX node's attributes.
 struct Tactic
 {
     int32_t id{-1};
     int32_t n{0}, h{0}, w{0};
     int32_t dtype{-1};
+    int32_t layout{0};
     bool valid() const { return id >= 0; }
+    int32_t io() const { return dtype + 2 * layout; }
+    // dtype and layout from a serialized io value (out-of-range values fail checkTactic)
+    void setIo(int32_t io)
+    {
+        dtype = io >= 0 ? io % 2 : -1;
+        layout = io >= 0 ? io / 2 : -1;
+    }
 };
 extern char const* const kTacticField; // "tactic"
 constexpr int32_t kTacticLength = 5;

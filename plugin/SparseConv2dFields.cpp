@@ -229,7 +229,7 @@ char const* const kTacticField = "tactic";
 bool checkTactic(Tactic const& t)
 {
     return t.id >= 0 && t.id < kTacticIdLimit && t.n >= 1 && t.h >= 1 && t.w >= 1
-        && (t.dtype == 0 || t.dtype == 1);
+        && (t.dtype == 0 || t.dtype == 1) && (t.layout == 0 || t.layout == 1);
 }
 
 bool parseTactic(FieldView const* fields, int32_t nbFields, Tactic& out, std::string& err)
@@ -259,7 +259,7 @@ bool parseTactic(FieldView const* fields, int32_t nbFields, Tactic& out, std::st
         t.n = v[1];
         t.h = v[2];
         t.w = v[3];
-        t.dtype = v[4];
+        t.setIo(v[4]);
         if (!checkTactic(t))
         {
             err = quoted(kTacticField) + " has out-of-range values (id " + std::to_string(t.id) + ")";

@@ -68,7 +68,7 @@ tsc_conv_desc makeDesc(ConvSpec const& s)
 }
 
 std::shared_ptr<KernelPlan const> KernelPlan::create(
-    ConvSpec const& spec, tsc_dtype dtype, tsc_status& status, std::string& err)
+    ConvSpec const& spec, tsc_dtype dtype, tsc_layout layout, tsc_status& status, std::string& err)
 {
     std::vector<int32_t> indices;
     std::vector<float> values;
@@ -80,7 +80,7 @@ std::shared_ptr<KernelPlan const> KernelPlan::create(
     w.values = values.empty() ? nullptr : values.data();
     w.bias = spec.bias.empty() ? nullptr : spec.bias.data();
     tsc_plan* plan = nullptr;
-    status = tsc_plan_create(&desc, &w, dtype, TSC_NCHW, &plan);
+    status = tsc_plan_create(&desc, &w, dtype, layout, &plan);
     if (status != TSC_OK || plan == nullptr)
     {
         if (status == TSC_OK)
@@ -103,7 +103,7 @@ std::shared_ptr<KernelPlan const> KernelPlan::create(
             return nullptr;
         }
     }
-    return std::shared_ptr<KernelPlan const>(new KernelPlan(plan, dtype));
+    return std::shared_ptr<KernelPlan const>(new KernelPlan(plan, dtype, layout));
 }
 
 KernelPlan::~KernelPlan()
@@ -123,13 +123,19 @@ tsc_status SparseConvState::ensurePlan(std::string& err)
         err = "the tensor type is not configured (fp32 or fp16 expected)";
         return TSC_ERR_INVALID_ARGUMENT;
     }
-    if (mPlan != nullptr && mPlan->dtype() == static_cast<tsc_dtype>(mDtype))
+    if (mLayout != TSC_NCHW && mLayout != TSC_NHWC)
+    {
+        err = "the tensor format is not supported (linear NCHW or channel-last expected)";
+        return TSC_ERR_INVALID_ARGUMENT;
+    }
+    if (mPlan != nullptr && mPlan->dtype() == static_cast<tsc_dtype>(mDtype)
+        && mPlan->layout() == static_cast<tsc_layout>(mLayout))
     {
         return TSC_OK;
     }
     mPlan.reset();
     tsc_status status = TSC_OK;
-    mPlan = KernelPlan::create(*mSpec, static_cast<tsc_dtype>(mDtype), status, err);
+    mPlan = KernelPlan::create(*mSpec, static_cast<tsc_dtype>(mDtype), static_cast<tsc_layout>(mLayout), status, err);
     if (status == TSC_OK && mPlan != nullptr)
     {
         applyTactic();
@@ -148,7 +154,8 @@ void SparseConvState::setTactic(Tactic const& t)
 
 void SparseConvState::applyTactic()
 {
-    if (!mTactic.valid() || mPlan == nullptr || mTactic.dtype != static_cast<int32_t>(mPlan->dtype()))
+    if (!mTactic.valid() || mPlan == nullptr || mTactic.dtype != static_cast<int32_t>(mPlan->dtype())
+        || mTactic.layout != static_cast<int32_t>(mPlan->layout()))
     {
         return;
     }
@@ -177,7 +184,8 @@ void SparseConvState::tune(int64_t n, int64_t h, int64_t w, char const* where)
     {
         return; // heuristic choice only (faster engine builds, e.g. under compute-sanitizer)
     }
-    if (mTactic.valid() && mTactic.n == n && mTactic.h == h && mTactic.w == w && mTactic.dtype == mDtype)
+    if (mTactic.valid() && mTactic.n == n && mTactic.h == h && mTactic.w == w && mTactic.dtype == mDtype
+        && mTactic.layout == mLayout)
     {
         return;
     }
@@ -204,6 +212,7 @@ void SparseConvState::tune(int64_t n, int64_t h, int64_t w, char const* where)
     t.h = h32;
     t.w = w32;
     t.dtype = mDtype;
+    t.layout = mLayout;
     mTactic = checkTactic(t) ? t : Tactic();
     logMessage(LogLevel::kINFO,
         std::string(where) + ": tuned kernel variant " + std::to_string(id) + " for input " + std::to_string(n) + "x"

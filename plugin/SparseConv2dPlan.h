@@ -25,25 +25,28 @@ namespace trt_sparse
 class KernelPlan
 {
 public:
-    // Decodes packed32 words to fp32 on the host and calls tsc_plan_create; for an fp32 plan of a
-    // spec with allow_tf32 = 1 also tsc_plan_set_math(TSC_MATH_ALLOW_TF32) (fp16 plans: nothing).
+    // Decodes packed32 words to fp32 on the host and calls tsc_plan_create (I/O layout `layout`); for an
+    // fp32 plan of a spec with allow_tf32 = 1 also tsc_plan_set_math(TSC_MATH_ALLOW_TF32) (fp16: nothing).
     static std::shared_ptr<KernelPlan const> create(
-        ConvSpec const& spec, tsc_dtype dtype, tsc_status& status, std::string& err);
+        ConvSpec const& spec, tsc_dtype dtype, tsc_layout layout, tsc_status& status, std::string& err);
     ~KernelPlan();
     KernelPlan(KernelPlan const&) = delete;
     KernelPlan& operator=(KernelPlan const&) = delete;
 
     tsc_plan* get() const { return mPlan; }
     tsc_dtype dtype() const { return mDtype; }
+    tsc_layout layout() const { return mLayout; }
 
 private:
-    KernelPlan(tsc_plan* plan, tsc_dtype dtype)
+    KernelPlan(tsc_plan* plan, tsc_dtype dtype, tsc_layout layout)
         : mPlan(plan)
         , mDtype(dtype)
+        , mLayout(layout)
     {
     }
     tsc_plan* mPlan;
     tsc_dtype mDtype;
+    tsc_layout mLayout;
 };
 
 // Conversion of a tsc_desc from a spec.
@@ -61,9 +64,14 @@ public:
     int32_t dtype() const { return mDtype; }
     void setDtype(int32_t dtype) { mDtype = dtype; }
 
+    // tsc_layout of the configured tensor format (NCHW for kLINEAR, NHWC for kHWC / kHWC8; NCHW until
+    // configured).
+    int32_t layout() const { return mLayout; }
+    void setLayout(int32_t layout) { mLayout = layout; }
+
     bool hasPlan() const { return mPlan != nullptr; }
 
-    // Make sure a plan for the configured dtype exists (recreates it if the dtype changed).
+    // Make sure a plan for the configured dtype and layout exists (recreates it if either changed).
     // Returns TSC_OK, or the failing status with err set. Logs nothing.
     tsc_status ensurePlan(std::string& err);
 
@@ -97,6 +105,7 @@ private:
     std::shared_ptr<ConvSpec const> mSpec;
     std::shared_ptr<KernelPlan const> mPlan;
     int32_t mDtype{-1};
+    int32_t mLayout{TSC_NCHW};
     size_t mWorkspaceReported{0};
     bool mWorkspaceKnown{false};
     Tactic mTactic{};

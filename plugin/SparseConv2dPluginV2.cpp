@@ -146,11 +146,7 @@ bool SparseConv2dPluginV2::supportsFormatCombination(
         {
             return false;
         }
-        if (!supportedIo(inOut[pos].type, inOut[pos].format))
-        {
-            return false;
-        }
-        return pos == 0 || inOut[pos].type == inOut[0].type;
+        return supportedCombination(*mSpec, pos, inOut);
     });
 }
 
@@ -159,12 +155,14 @@ void SparseConv2dPluginV2::configurePlugin(
 {
     guardedVoid("configurePlugin", [&]() {
         int64_t n = 0, h = 0, w = 0;
-        int32_t const dt = configuredDtype(*mSpec, mName, in, nbInputs, out, nbOutputs, n, h, w);
+        int32_t layout = -1;
+        int32_t const dt = configuredDtype(*mSpec, mName, in, nbInputs, out, nbOutputs, n, h, w, layout);
         if (dt < 0)
         {
             return;
         }
         mState.setDtype(dt);
+        mState.setLayout(layout);
         // void method: failures resurface (logged) in enqueue
         if (mState.preparePlan("configurePlugin") == 0 && mBuildPhase)
         {

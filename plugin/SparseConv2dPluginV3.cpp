@@ -123,12 +123,8 @@ bool SparseConv2dPluginV3::supportsFormatCombination(
         {
             return false;
         }
-        PluginTensorDesc const& d = inOut[pos].desc;
-        if (!supportedIo(d.type, d.format))
-        {
-            return false;
-        }
-        return pos == 0 || d.type == inOut[0].desc.type;
+        PluginTensorDesc const descs[2] = {inOut[0].desc, inOut[1].desc};
+        return supportedCombination(*mSpec, pos, descs);
     });
 }
 
@@ -137,12 +133,14 @@ int32_t SparseConv2dPluginV3::configurePlugin(
 {
     return guarded<int32_t>("configurePlugin", -1, [&]() -> int32_t {
         int64_t n = 0, h = 0, w = 0;
-        int32_t const dt = configuredDtype(*mSpec, mName, in, nbInputs, out, nbOutputs, n, h, w);
+        int32_t layout = -1;
+        int32_t const dt = configuredDtype(*mSpec, mName, in, nbInputs, out, nbOutputs, n, h, w, layout);
         if (dt < 0)
         {
             return -1;
         }
         mState.setDtype(dt);
+        mState.setLayout(layout);
         int32_t const st = mState.preparePlan("configurePlugin");
         if (st == 0)
         {
@@ -207,7 +205,14 @@ int32_t SparseConv2dPluginV3::onShapeChange(
             logMessage(LogLevel::kERROR, "onShapeChange: input and output must both be fp32 or both fp16");
             return -1;
         }
+        int32_t const layout = ioLayout(*mSpec, in[0].type, in[0].format);
+        if (layout < 0 || out[0].format != in[0].format)
+        {
+            logMessage(LogLevel::kERROR, "onShapeChange: unsupported tensor format (layer " + mName + ")");
+            return -1;
+        }
         mState.setDtype(dt);
+        mState.setLayout(layout);
         return mState.preparePlan("onShapeChange");
     });
 }
@@ -232,7 +237,7 @@ PluginFieldCollection const* SparseConv2dPluginV3::getFieldsToSerialize() noexce
         Tactic const& t = mState.tactic();
         if (t.valid())
         {
-            int32_t const v[kTacticLength] = {t.id, t.n, t.h, t.w, t.dtype};
+            int32_t const v[kTacticLength] = {t.id, t.n, t.h, t.w, t.io()};
             std::copy(v, v + kTacticLength, mSerialTactic);
             FieldView tv;
             tv.name = kTacticField;

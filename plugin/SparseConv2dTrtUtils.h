@@ -11,6 +11,7 @@
 #include "kernels/sparse_conv.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -114,9 +115,45 @@ inline int32_t kernelDtype(nvinfer1::DataType t)
     return -1;
 }
 
-inline bool supportedIo(nvinfer1::DataType t, nvinfer1::TensorFormat f)
+// tsc_layout the kernels run a tensor of type t in format f as, or -1 when they cannot: kLINEAR (fp32 / fp16)
+// -> NCHW; channel-last -> NHWC: kHWC (fp32, unpadded) and kHWC8 (fp16; only when C and K are multiples of 8,
+// so that the padded channel stride equals the channel count and no padding channel is read or written).
+// Env TRT_SPARSE_LINEAR_IO=1 offers kLINEAR only.
+inline int32_t ioLayout(ConvSpec const& spec, nvinfer1::DataType t, nvinfer1::TensorFormat f)
 {
-    return f == nvinfer1::TensorFormat::kLINEAR && kernelDtype(t) >= 0;
+    if (kernelDtype(t) < 0)
+    {
+        return -1;
+    }
+    if (f == nvinfer1::TensorFormat::kLINEAR)
+    {
+        return TSC_NCHW;
+    }
+    char const* linearOnly = std::getenv("TRT_SPARSE_LINEAR_IO");
+    if (linearOnly != nullptr && linearOnly[0] == '1')
+    {
+        return -1;
+    }
+    if (f == nvinfer1::TensorFormat::kHWC && t == nvinfer1::DataType::kFLOAT)
+    {
+        return TSC_NHWC;
+    }
+    if (f == nvinfer1::TensorFormat::kHWC8 && t == nvinfer1::DataType::kHALF && spec.C % 8 == 0 && spec.K % 8 == 0)
+    {
+        return TSC_NHWC;
+    }
+    return -1;
+}
+
+// supportsFormatCombination of both adapters: position 0 (input) any supported type / format, position 1
+// (output) the input's type and format (a plan has one layout for both).
+inline bool supportedCombination(ConvSpec const& spec, int32_t pos, nvinfer1::PluginTensorDesc const* inOut)
+{
+    if (pos < 0 || pos > 1 || ioLayout(spec, inOut[pos].type, inOut[pos].format) < 0)
+    {
+        return false;
+    }
+    return pos == 0 || (inOut[1].type == inOut[0].type && inOut[1].format == inOut[0].format);
 }
 
 // Dims of an input/output: N, C/K, H, W as int64 (false unless 4-D).
@@ -138,7 +175,7 @@ inline bool dims4(nvinfer1::Dims const& d, int64_t& n, int64_t& c, int64_t& h, i
 // returns the tsc dtype, or -1 (logged).
 inline int32_t configuredDtype(ConvSpec const& spec, std::string const& name,
     nvinfer1::DynamicPluginTensorDesc const* in, int32_t nbInputs, nvinfer1::DynamicPluginTensorDesc const* out,
-    int32_t nbOutputs, int64_t& n, int64_t& h, int64_t& w)
+    int32_t nbOutputs, int64_t& n, int64_t& h, int64_t& w, int32_t& layout)
 {
     if (in == nullptr || out == nullptr || nbInputs != 1 || nbOutputs != 1)
     {
@@ -158,6 +195,13 @@ inline int32_t configuredDtype(ConvSpec const& spec, std::string const& name,
         logMessage(LogLevel::kERROR, "configurePlugin: input and output must both be fp32 or both fp16");
         return -1;
     }
+    layout = ioLayout(spec, in[0].desc.type, in[0].desc.format);
+    if (layout < 0 || out[0].desc.format != in[0].desc.format)
+    {
+        logMessage(LogLevel::kERROR, "configurePlugin: unsupported tensor format (linear, or channel-last for both "
+                "input and output; layer " + name + ")");
+        return -1;
+    }
     return dt;
 }
 
@@ -175,7 +219,7 @@ inline int32_t enqueueConv(SparseConvState& state, std::string const& name,
     int64_t on = 0, k = 0, p = 0, q = 0;
     if (!dims4(inputDesc[0].dims, n, c, h, w) || !dims4(outputDesc[0].dims, on, k, p, q) || on != n)
     {
-        logMessage(LogLevel::kERROR, "enqueue: expects 4-D NCHW input and output (layer " + name + ")");
+        logMessage(LogLevel::kERROR, "enqueue: expects 4-D input and output (layer " + name + ")");
         return -1;
     }
     int32_t const dt = kernelDtype(inputDesc[0].type);
@@ -184,7 +228,14 @@ inline int32_t enqueueConv(SparseConvState& state, std::string const& name,
         logMessage(LogLevel::kERROR, "enqueue: input and output must both be fp32 or both fp16");
         return -1;
     }
+    int32_t const layout = ioLayout(state.spec(), inputDesc[0].type, inputDesc[0].format);
+    if (layout < 0 || outputDesc[0].format != inputDesc[0].format)
+    {
+        logMessage(LogLevel::kERROR, "enqueue: unsupported tensor format (layer " + name + ")");
+        return -1;
+    }
     state.setDtype(dt);
+    state.setLayout(layout);
     return state.enqueue(n, c, h, w, k, p, q, inputs[0], outputs[0], workspace, static_cast<void*>(stream));
 }
 
