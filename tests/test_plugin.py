@@ -203,6 +203,9 @@ def test_driver_cpu_stub(cpu_driver):
     # every case also ran with allow_tf32 = 1 (fp32: the stand-in's TF32 variant for the tuned shape; fp16 ignores it)
     maths = set(re.findall(r"^CASE .* (fp32|fp16) .* math=(fp32|tf32) ", proc.stdout, re.M))
     assert maths == {("fp32", "fp32"), ("fp32", "tf32"), ("fp16", "fp32"), ("fp16", "tf32")}
+    # and in channel-last I/O: kHWC (fp32), kHWC8 (fp16, layers with C and K multiples of 8), NHWC plans
+    layouts = set(re.findall(r"^CASE \S+\s+(fp32|fp16) (NCHW|HWC8|HWC) ", proc.stdout, re.M))
+    assert layouts == {("fp32", "NCHW"), ("fp32", "HWC"), ("fp16", "NCHW"), ("fp16", "HWC8")}, layouts
     assert "live plans at exit: 0" in proc.stdout
     r = re.search(r"REFUSALS (\d+)/(\d+)", proc.stdout)
     assert r and r.group(1) == r.group(2)

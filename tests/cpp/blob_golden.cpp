@@ -107,7 +107,7 @@ ConvSpec packedSpec()
     return p;
 }
 
-Tactic tactic(int32_t id, int32_t n, int32_t h, int32_t w, int32_t dtype)
+Tactic tactic(int32_t id, int32_t n, int32_t h, int32_t w, int32_t dtype, int32_t layout = 0)
 {
     Tactic t;
     t.id = id;
@@ -115,6 +115,7 @@ Tactic tactic(int32_t id, int32_t n, int32_t h, int32_t w, int32_t dtype)
     t.h = h;
     t.w = w;
     t.dtype = dtype;
+    t.layout = layout;
     return t;
 }
 
@@ -127,7 +128,7 @@ std::vector<unsigned char> blobOf(ConvSpec const& s, int32_t tag, Tactic const& 
 
 bool sameTactic(Tactic const& a, Tactic const& b)
 {
-    return a.id == b.id && a.n == b.n && a.h == b.h && a.w == b.w && a.dtype == b.dtype;
+    return a.id == b.id && a.n == b.n && a.h == b.h && a.w == b.w && a.dtype == b.dtype && a.layout == b.layout;
 }
 
 bool sameSpec(ConvSpec const& a, ConvSpec const& b)
@@ -222,7 +223,25 @@ int main()
     refused("v3 tactic flag without a tactic", withWord(v3, 12, 3U), "serialized data");
     refused("v3 with a tactic but no tactic flag", withWord(v3t, 12, 1U), "serialized data");
     refused("v3 invalid tactic id", withWord(v3t, 16, 0xFFFFFFFFU), "invalid tactic");
-    refused("v3 tactic of dtype 2", withWord(v3t, 32, 2U), "invalid tactic");
+    refused("v3 tactic of io 4 (no such dtype / layout)", withWord(v3t, 32, 4U), "invalid tactic");
+    refused("v3 tactic of io -1", withWord(v3t, 32, 0xFFFFFFFFU), "invalid tactic");
+    {
+        // io 2 / 3: tactics of NHWC (kHWC / kHWC8) plans -- the same bytes as an NCHW tactic but the last word
+        for (int32_t io = 0; io < 4; ++io)
+        {
+            Tactic const t = tactic(4117, 8, 56, 56, io % 2, io / 2);
+            std::vector<unsigned char> const b = blobOf(exactSpec(1), 0, t);
+            check(b == withWord(v3t, 32, static_cast<uint32_t>(io)),
+                "v3 tactic io " + std::to_string(io) + " = dtype + 2 * layout in the tactic's last word");
+            ConvSpec out;
+            int32_t outTag = -2;
+            Tactic outT;
+            std::string err;
+            check(deserializeSpec(b.data(), b.size(), out, outTag, outT, err) && sameTactic(outT, t),
+                "v3 tactic io " + std::to_string(io) + " reads back as dtype " + std::to_string(outT.dtype)
+                    + ", layout " + std::to_string(outT.layout));
+        }
+    }
     refused("v3 blob read as version 2", withWord(v3t, 4, 2U), "serialized data");
     refused("v1 blob read as version 3", withWord(fromHex(kV1Exact), 4, 3U), "serialized data");
     refused("v2 blob read as version 3 (tactic id as flags)", withWord(fromHex(kV2PackedTactic), 4, 3U),

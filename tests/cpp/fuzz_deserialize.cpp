@@ -239,6 +239,7 @@ int main(int argc, char** argv)
             tactic.h = 1 + static_cast<int32_t>(rnd(4096));
             tactic.w = 1 + static_cast<int32_t>(rnd(4096));
             tactic.dtype = static_cast<int32_t>(rnd(2));
+            tactic.layout = static_cast<int32_t>(rnd(2));
         }
         std::vector<unsigned char> const blob = blobOf(s, tag, tactic);
         size_t const flagsBytes = s.allow_tf32 != 0 ? 4 : 0;
@@ -259,7 +260,7 @@ int main(int argc, char** argv)
         }
         if (!tryBlob(blob, out, outTag, err) || outTag != tag || blobOf(out, tag, gLastTactic) != blob
             || out.allow_tf32 != s.allow_tf32 || gLastTactic.valid() != tactic.valid()
-            || (tactic.valid() && gLastTactic.id != tactic.id))
+            || (tactic.valid() && (gLastTactic.id != tactic.id || gLastTactic.io() != tactic.io())))
             fail("valid", err);
         {
             // the version 1 / 2 reader paths of the same spec without allow_tf32 still round-trip, and their

@@ -217,6 +217,20 @@ static void runCase(Lib const& lib, Case const& c, nv::DataType dt, bool nulStri
         CHECK(!b1->supportsFormatCombination(0, io, 1, 1), "%s: int8 refused", c.name);
         set(0, dt, nv::TensorFormat::kCHW32);
         CHECK(!b1->supportsFormatCombination(0, io, 1, 1), "%s: CHW32 refused", c.name);
+        // channel-last: kHWC for fp32, kHWC8 for fp16 when C and K are multiples of 8; never mixed with linear
+        bool const hwc8ok = c.C % 8 == 0 && c.K % 8 == 0;
+        set(0, dt, nv::TensorFormat::kHWC);
+        set(1, dt, nv::TensorFormat::kHWC);
+        CHECK(b1->supportsFormatCombination(0, io, 1, 1) == !half, "%s %s: kHWC input", c.name, dtn);
+        CHECK(b1->supportsFormatCombination(1, io, 1, 1) == !half, "%s %s: kHWC output", c.name, dtn);
+        set(0, dt, nv::TensorFormat::kHWC8);
+        set(1, dt, nv::TensorFormat::kHWC8);
+        CHECK(b1->supportsFormatCombination(0, io, 1, 1) == (half && hwc8ok), "%s %s: kHWC8 input", c.name, dtn);
+        CHECK(b1->supportsFormatCombination(1, io, 1, 1) == (half && hwc8ok), "%s %s: kHWC8 output", c.name, dtn);
+        set(0, dt, nv::TensorFormat::kLINEAR);
+        set(1, dt, half ? nv::TensorFormat::kHWC8 : nv::TensorFormat::kHWC);
+        CHECK(!b1->supportsFormatCombination(1, io, 1, 1), "%s: linear input with a channel-last output refused",
+            c.name);
     }
 
     // clone, destroy the original (the clone must stay valid)
@@ -314,25 +328,40 @@ static void runCase(Lib const& lib, Case const& c, nv::DataType dt, bool nulStri
     void* stream = nullptr;
 #endif
     std::normal_distribution<float> gauss(0.0F, 1.0F);
+    // every shape in linear NCHW, then in the dtype's channel-last format where the plugin offers it (the
+    // plan is recreated for the other layout; the stored tactic applies only to the layout it was tuned for)
+    bool const chLastOk = !half || (c.C % 8 == 0 && c.K % 8 == 0);
+    for (int pass = 0; pass < (chLastOk ? 2 : 1); ++pass)
     for (auto const& s : c.shapes)
     {
+        bool const nhwc = pass == 1;
+        nv::TensorFormat const fmt = !nhwc ? nv::TensorFormat::kLINEAR
+                                           : (half ? nv::TensorFormat::kHWC8 : nv::TensorFormat::kHWC);
         int const N = s[0], H = s[1], W = s[2];
         int64_t const P = outDim(H, c.pt, c.pb, c.dh, c.R, c.sh), Q = outDim(W, c.pl, c.pr, c.dw, c.S, c.sw);
         size_t const nin = static_cast<size_t>(N) * c.C * H * W, nout = static_cast<size_t>(N) * c.K * P * Q;
         size_t const esz = half ? 2 : 4;
         std::vector<double> x(nin);
         std::vector<unsigned char> hin(nin * esz), hout(nout * esz);
+        // element i of the NCHW tensor sits at nhwcOf(i, C, H * W) in an NHWC buffer
+        auto at = [&](size_t i, int64_t ch, int64_t hw) -> size_t {
+            if (!nhwc)
+                return i;
+            int64_t const n = static_cast<int64_t>(i) / (ch * hw), rem = static_cast<int64_t>(i) % (ch * hw);
+            return static_cast<size_t>((n * hw + rem % hw) * ch + rem / hw);
+        };
         for (size_t i = 0; i < nin; ++i)
         {
             float v = gauss(rng);
+            size_t const j = at(i, c.C, static_cast<int64_t>(H) * W);
             if (half)
             {
                 uint16_t const hb = floatToHalfT(v);
-                std::memcpy(&hin[i * 2], &hb, 2);
+                std::memcpy(&hin[j * 2], &hb, 2);
                 v = halfToFloatT(hb);
             }
             else
-                std::memcpy(&hin[i * 4], &v, 4);
+                std::memcpy(&hin[j * 4], &v, 4);
             x[i] = v;
         }
         void* din = devAlloc(nin * esz);
@@ -356,10 +385,10 @@ static void runCase(Lib const& lib, Case const& c, nv::DataType dt, bool nulStri
         nv::PluginTensorDesc id{}, od{};
         id.dims = dims4(N, c.C, H, W);
         id.type = dt;
-        id.format = nv::TensorFormat::kLINEAR;
+        id.format = fmt;
         od.dims = dims4(N, c.K, P, Q);
         od.type = dt;
-        od.format = nv::TensorFormat::kLINEAR;
+        od.format = fmt;
         CHECK(r4->onShapeChange(&id, 1, &od, 1) == 0, "%s: onShapeChange", c.name);
         void const* ins[1] = {din};
         void* outs[1] = {dout};
@@ -374,16 +403,17 @@ static void runCase(Lib const& lib, Case const& c, nv::DataType dt, bool nulStri
         size_t nonfinite = 0;
         for (size_t i = 0; i < nout; ++i)
         {
+            size_t const j = at(i, c.K, P * Q);
             if (half)
             {
                 uint16_t hb;
-                std::memcpy(&hb, &hout[i * 2], 2);
+                std::memcpy(&hb, &hout[j * 2], 2);
                 y[i] = halfToFloatT(hb);
             }
             else
             {
                 float f;
-                std::memcpy(&f, &hout[i * 4], 4);
+                std::memcpy(&f, &hout[j * 4], 4);
                 y[i] = f;
             }
             if (!std::isfinite(y[i]))
@@ -392,15 +422,16 @@ static void runCase(Lib const& lib, Case const& c, nv::DataType dt, bool nulStri
         double const rel = relErr(y, ref);
         double const tol = half ? kTolFp16 : (tf32 ? kTolTf32 : kTolFp32);
         bool const ok = rc == 0 && nonfinite == 0 && rel < tol;
-        std::printf("CASE %-22s %s %s strings%s math=%s N=%d C=%d H=%d W=%d -> K=%d P=%lld Q=%lld nnz=%d ws=%zu "
+        std::printf("CASE %-22s %s %s %s strings%s math=%s N=%d C=%d H=%d W=%d -> K=%d P=%lld Q=%lld nnz=%d ws=%zu "
                     "rel_err=%.3g %s\n",
-            c.name, dtn, c.mode == 1 ? "packed32" : "exact   ", nulStrings ? "+NUL" : "-NUL", tf32 ? "tf32" : "fp32",
+            c.name, dtn, nhwc ? (half ? "HWC8" : "HWC ") : "NCHW", c.mode == 1 ? "packed32" : "exact   ",
+            nulStrings ? "+NUL" : "-NUL", tf32 ? "tf32" : "fp32",
             N, c.C, H, W, c.K, static_cast<long long>(P), static_cast<long long>(Q), w.offsets.back(), ws, rel,
             ok ? "OK" : "FAIL");
         CHECK(nonfinite == 0, "%s: %zu non-finite outputs (unwritten?)", c.name, nonfinite);
         CHECK(rel < tol, "%s %s: rel err %.3g >= %.1g", c.name, dtn, rel, tol);
-        if (lib.lastSetChoice && hasTactic && tf32 && !half && N == tactic[1] && H == tactic[2] && W == tactic[3]
-            && w.offsets.back() > 0)
+        if (lib.lastSetChoice && hasTactic && tf32 && !half && !nhwc && N == tactic[1] && H == tactic[2]
+            && W == tactic[3] && w.offsets.back() > 0)
             // the stand-in's TF32 variant rounds the products' factors: proof that it ran for the tuned shape
             CHECK(rel > 1e-6, "%s: rel err %.3g at the tuned shape: the TF32 variant did not run", c.name, rel);
         devFree(din);

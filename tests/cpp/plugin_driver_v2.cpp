@@ -128,6 +128,17 @@ static void runCase(
         CHECK(!p1->supportsFormatCombination(1, io, 1, 1), "mixed types");
         io[0].type = nv::DataType::kINT8;
         CHECK(!p1->supportsFormatCombination(0, io, 1, 1), "int8");
+        // channel-last (TensorRT 8.x formats): kHWC for fp32, kHWC8 for fp16 when C and K are multiples of 8
+        io[0].type = io[1].type = dt;
+        io[0].format = io[1].format = nv::TensorFormat::kHWC;
+        CHECK(p1->supportsFormatCombination(0, io, 1, 1) == !half && p1->supportsFormatCombination(1, io, 1, 1) == !half,
+            "%s: kHWC offered exactly for fp32", c.name);
+        io[0].format = io[1].format = nv::TensorFormat::kHWC8;
+        bool const hwc8 = half && c.C % 8 == 0 && c.K % 8 == 0;
+        CHECK(p1->supportsFormatCombination(0, io, 1, 1) == hwc8 && p1->supportsFormatCombination(1, io, 1, 1) == hwc8,
+            "%s: kHWC8 offered exactly for fp16 with C, K multiples of 8", c.name);
+        io[0].format = nv::TensorFormat::kLINEAR;
+        CHECK(!p1->supportsFormatCombination(1, io, 1, 1), "%s: linear input, channel-last output refused", c.name);
     }
     nv::IPluginV2DynamicExt* p2 = p1->clone();
     p1->destroy();

@@ -29,6 +29,7 @@ struct tsc_plan
 {
     tsc_conv_desc desc;
     tsc_dtype dtype;
+    tsc_layout layout;
     std::vector<int32_t> offsets, indices;
     std::vector<float> values, bias;
     uint32_t magic;
@@ -110,11 +111,12 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* w, tsc_
     char const* nodev = std::getenv("TSC_STUB_NO_DEVICE");
     if (nodev && nodev[0] == '1')
         return fail(TSC_ERR_CUDA, "cudaGetDevice: no CUDA-capable device is detected (stub)");
-    if (layout != TSC_NCHW)
-        return fail(TSC_ERR_UNSUPPORTED, "stub: NCHW only");
+    if (layout != TSC_NCHW && layout != TSC_NHWC)
+        return fail(TSC_ERR_INVALID_ARGUMENT, "layout must be NCHW or NHWC");
     tsc_plan* p = new tsc_plan;
     p->desc = *desc;
     p->dtype = dtype;
+    p->layout = layout;
     p->offsets.assign(w->row_offsets, w->row_offsets + desc->K + 1);
     int32_t const nnz = p->offsets.back();
     if (nnz > 0 && (!w->indices || !w->values))
@@ -194,13 +196,16 @@ tsc_status tsc_enqueue(const tsc_plan* p, int32_t N, int32_t H, int32_t W, const
                         int64_t const ix = static_cast<int64_t>(x) * d.stride_w - d.pad_left + s * d.dilation_w;
                         if (iy < 0 || iy >= H || ix < 0 || ix >= W)
                             continue;
-                        acc += weight(i) * in(((static_cast<int64_t>(n) * d.C + c) * H + iy) * W + ix);
+                        acc += weight(i)
+                            * in(p->layout == TSC_NHWC ? ((static_cast<int64_t>(n) * H + iy) * W + ix) * d.C + c
+                                                       : ((static_cast<int64_t>(n) * d.C + c) * H + iy) * W + ix);
                     }
                     if (d.activation == TSC_ACT_RELU)
                         acc = acc < 0 ? 0 : acc;
                     else if (d.activation == TSC_ACT_CLIP)
                         acc = acc < d.clip_min ? d.clip_min : (acc > d.clip_max ? d.clip_max : acc);
-                    int64_t const o = ((static_cast<int64_t>(n) * d.K + k) * P + y) * Q + x;
+                    int64_t const o = p->layout == TSC_NHWC ? ((static_cast<int64_t>(n) * P + y) * Q + x) * d.K + k
+                                                            : ((static_cast<int64_t>(n) * d.K + k) * P + y) * Q + x;
                     if (p->dtype == TSC_FLOAT32)
                         static_cast<float*>(output)[o] = static_cast<float>(acc);
                     else
