@@ -109,6 +109,11 @@ __device__ __forceinline__ void cp_one(float* dst, const float* src) {
 #endif
 }
 __device__ __forceinline__ void cp_one(__half* dst, const __half* src) { *dst = __ldg(src); }
+/* value 1 where cp_one is an asynchronous copy (fp32 on sm_80+), 0 where it is a plain load + store */
+template <typename T> struct CpOneAsync { static const int value = 0; };
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+template <> struct CpOneAsync<float> { static const int value = 1; };
+#endif
 
 /* One 8-byte list entry. */
 __device__ __forceinline__ void cp_entry(int2* dst, const int2* src) { cp_8(dst, src); }
@@ -233,7 +238,27 @@ __device__ __forceinline__ void stage(const SmemParams& p, const StageLane& l, c
             if (r >= in_h) { r -= in_h; so += s_wrap; } /* step_r < in_h: at most one wrap */
         }
     } else {
-        for (int row = l.row0; row < rows; row += step) {
+        int row = l.row0;
+        if (!CpOneAsync<T>::value) {
+            /* plain loads (fp16 elements, or below sm_80): four rows' loads in flight before their stores, instead
+             * of one load latency per row */
+            for (; row + 3 * step < rows; row += 4 * step) {
+                T v[4];
+                T* d[4];
+#pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    v[u] = (colok && (unsigned)(iy0 + r) < H) ? __ldg(xn + so) : T(0.0f);
+                    d[u] = dst;
+                    dst += d_step;
+                    so += s_step;
+                    r += step_r;
+                    if (r >= in_h) { r -= in_h; so += s_wrap; }
+                }
+#pragma unroll
+                for (int u = 0; u < 4; ++u) *d[u] = v[u];
+            }
+        }
+        for (; row < rows; row += step) {
             if (colok && (unsigned)(iy0 + r) < H) cp_one(dst, xn + so);
             else *dst = T(0.0f);
             dst += d_step;
