@@ -1399,7 +1399,7 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         p->h_idx.assign(weights->indices, weights->indices + p->nnz);
         p->h_val.assign(weights->values, weights->values + p->nnz);
     }
-    if (layout == TSC_NCHW) {
+    { /* smem and tensor-core kernels: NCHW and NHWC; reuse: NCHW only (build_reuse_layout checks) */
         for (int c = 0; c < kSmemCfgCount; ++c)
             build_smem_layout(p, weights, c, &p->slay[c], false); /* geometry only */
         for (int c = 0; c < tsc::REUSE_CFGS; ++c)
