@@ -193,6 +193,7 @@ __device__ __forceinline__ void cluster_share(int cl, int rank, int* cs0, int* c
  * row0, row0 + st_step, ... (staged row R = c * in_h + r); row0 >= st_step: the thread idles. */
 struct StageLane {
     int row0, c, r, v;
+    int nc, nr, ncol; /* NHWC staging (p.nhwc): channel, first staged row and column of the thread (nr >= in_h: idle) */
 };
 __device__ __forceinline__ StageLane stage_lane(const SmemParams& p) {
     StageLane l;
@@ -201,7 +202,62 @@ __device__ __forceinline__ StageLane stage_lane(const SmemParams& p) {
     l.c = udiv(l.row0, p.in_h, p.inh_magic);
     l.r = l.row0 - l.c * p.in_h;
     if (l.row0 >= p.st_step) l.row0 = 1 << 30; /* idle: stage() returns before using c / r */
+    l.nc = l.nr = l.ncol = 0;
+    if (p.nhwc) { /* once per kernel: cc consecutive threads per staged pixel */
+        const int pix = (int)threadIdx.x / p.cc;
+        l.nc = (int)threadIdx.x - pix * p.cc;
+        l.nr = pix / p.st_nv;
+        l.ncol = pix - l.nr * p.st_nv;
+        if (pix >= 256 / p.cc) l.nr = 1 << 30; /* idle */
+    }
     return l;
+}
+
+/* NHWC input: stage channels [c0, c0 + cc) of the block's tile (+ halo) into the channel-major tile (channel c's
+ * rows at buf + c * cstride, row pitch p.pitch), zero outside the image. Consecutive threads copy consecutive
+ * channels of one pixel (coalesced reads; cstride odd: distinct banks); fp32 by 4-byte cp.async on sm_80+, else
+ * plain loads, four in flight per thread. */
+template <typename T>
+__device__ __forceinline__ void stage_nhwc(const SmemParams& p, const StageLane& l, const T* __restrict__ xn, T* buf,
+                                           int c0, int iy0, int ix0) {
+    if (l.nc >= min(p.cc, p.C - c0)) return; /* channel past C: never read by a nonzero */
+    const int cols = p.st_nv, in_h = p.in_h, pitch = p.pitch, ps_r = p.nh_ps_r, ps_c = p.nh_ps_c;
+    const unsigned H = (unsigned)p.H, W = (unsigned)p.W;
+    const long long C = p.C;
+    T* const cb = buf + (long long)l.nc * p.cstride;
+    const T* const src = xn + c0 + l.nc;
+    int r = l.nr, col = l.ncol;
+    if (!CpOneAsync<T>::value) {
+        while (r < in_h) {
+            T v[4];
+            T* d[4];
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                d[u] = nullptr;
+                if (r < in_h) {
+                    const int gy = iy0 + r, gx = ix0 + col;
+                    d[u] = cb + r * pitch + col;
+                    v[u] = ((unsigned)gy < H && (unsigned)gx < W) ? __ldg(src + ((long long)gy * p.W + gx) * C) : T(0.0f);
+                    col += ps_c;
+                    r += ps_r;
+                    if (col >= cols) { col -= cols; ++r; }
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < 4; ++u)
+                if (d[u]) *d[u] = v[u];
+        }
+    } else {
+        for (; r < in_h;) {
+            const int gy = iy0 + r, gx = ix0 + col;
+            T* const dst = cb + r * pitch + col;
+            if ((unsigned)gy < H && (unsigned)gx < W) cp_one(dst, src + ((long long)gy * p.W + gx) * C);
+            else *dst = T(0.0f);
+            col += ps_c;
+            r += ps_r;
+            if (col >= cols) { col -= cols; ++r; }
+        }
+    }
 }
 
 /* Stage input channels [c0, c0 + cc) of the block's tile (+ halo) into buf, zero outside the image.
@@ -211,18 +267,19 @@ __device__ __forceinline__ StageLane stage_lane(const SmemParams& p) {
 template <typename T>
 __device__ __forceinline__ void stage(const SmemParams& p, const StageLane& l, const T* __restrict__ xn, T* buf,
                                       int c0, int iy0, int ix0) {
+    if (p.nhwc) {
+        stage_nhwc<T>(p, l, xn, buf, c0, iy0, ix0);
+        return;
+    }
     const int rows = min(p.cc, p.C - c0) * p.in_h;
     if (l.row0 >= rows) return;
     const int ve = p.vec ? 4 : 1;
     const int gx = ix0 + l.v * ve;
     const bool colok = p.vec ? (gx >= 0 && gx + 4 <= p.W) : ((unsigned)gx < (unsigned)p.W);
-    /* element strides of a channel, a row and a column: NCHW (H*W, W, 1) or NHWC (1, W*C, C) */
-    const long long cs = p.nhwc ? 1LL : (long long)p.H * p.W;
-    const long long rs = p.nhwc ? (long long)p.W * p.C : (long long)p.W;
-    const long long xs = p.nhwc ? (long long)p.C : 1LL;
-    long long so = (long long)(c0 + l.c) * cs + (long long)(iy0 + l.r) * rs + gx * xs; /* source offset */
-    const long long s_step = p.st_step_c * cs + (long long)p.st_step_r * rs;
-    const long long s_wrap = cs - (long long)p.in_h * rs;
+    const long long HW = (long long)p.H * p.W;
+    long long so = (long long)(c0 + l.c) * HW + (long long)(iy0 + l.r) * p.W + gx; /* source offset */
+    const long long s_step = p.st_step_c * HW + (long long)p.st_step_r * p.W;
+    const long long s_wrap = HW - (long long)p.in_h * p.W;
     T* dst = buf + l.row0 * p.pitch + l.v * ve;
     const int d_step = p.st_step * p.pitch;
     const int step = p.st_step, step_r = p.st_step_r, in_h = p.in_h;

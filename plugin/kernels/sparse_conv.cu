@@ -312,14 +312,22 @@ tsc_status upload_staged(SmemLayout* out, const std::vector<int2>& entries, cons
 struct StagedGeom {
     int lead, in_h, pitch, cstride, cc;
 };
-bool staged_geometry(const tsc_conv_desc& d, int TH, int TW, int es, int cl, StagedGeom* g, int align = 4) {
+/* Channel stride (elements) of a staged chunk: in_h * pitch, made odd for NHWC plans (their staging writes the
+ * channels of one pixel from consecutive threads: an odd stride puts them on distinct banks). */
+long long chunk_cstride(long long in_h, long long pitch, bool nhwc) {
+    const long long cs = in_h * pitch;
+    return nhwc ? (cs | 1LL) : cs;
+}
+
+bool staged_geometry(const tsc_conv_desc& d, int TH, int TW, int es, int cl, StagedGeom* g, int align = 4,
+                     bool nhwc = false) {
     /* align (elements): lead and pitch are multiples of it -- 4 (16-byte fp32 / 8-byte fp16 vector copies) or 8
      * for fp16 layouts whose TMA boxes must start 16-byte aligned (tensor-core layouts) */
     const long long in_h = (long long)(TH - 1) * d.stride_h + (long long)(d.R - 1) * d.dilation_h + 1;
     const long long in_w = (long long)(TW - 1) * d.stride_w + (long long)(d.S - 1) * d.dilation_w + 1;
     const int lead = ((-d.pad_left) % align + align) % align;
     const long long pitch = (lead + in_w + align - 1) / align * align;
-    const long long cstride = in_h * pitch;
+    const long long cstride = chunk_cstride(in_h, pitch, nhwc);
     if (pitch > 256 || cstride * es * 2 > kSmemBudget) return false;
     int cc = (int)std::min<long long>(std::min(d.C, kSmemMaxCC), kSmemBudget / (2 * cstride * es));
     if (cl > 1) cc = std::min(cc, std::max(1, d.C / (2 * cl)));
@@ -374,10 +382,12 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
     const int es = p->dtype == TSC_FLOAT16 ? 2 : 4;
     const int TH = tsc::smem_tile_h(cfg.tile), TW = tsc::smem_tile_w(cfg.tile);
     StagedGeom sg;
-    if (!staged_geometry(d, TH, TW, es, cfg.cl, &sg)) return TSC_OK; /* not available for this geometry */
+    const bool nhwc = p->layout == TSC_NHWC;
+    if (!staged_geometry(d, TH, TW, es, cfg.cl, &sg, 4, nhwc)) return TSC_OK; /* not available for this geometry */
     const tsc::SmemTileInfo ti = tsc::smem_tile_info(cfg.tile);
     const int lead = sg.lead;
-    const long long in_h = sg.in_h, pitch = smem_pitch(d, ti.lw, es, sg.pitch), cstride = in_h * pitch;
+    const long long in_h = sg.in_h, pitch = smem_pitch(d, ti.lw, es, sg.pitch),
+                    cstride = chunk_cstride(in_h, pitch, nhwc);
     const int slots = 8 / cfg.ns, cpb = slots * cfg.kw;
     const int K = d.K, C = d.C, RS = d.R * d.S;
     const int G = (K + cpb - 1) / cpb;
@@ -523,6 +533,14 @@ bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int n
         sp->st_nv = (int)std::min<long long>(sp->st_nv, sp->vec ? (cols + 3) / 4 : cols);
     }
     if (sp->st_nv < 1 || sp->st_nv > 256 || L.in_h < 1) return false; /* layouts keep pitch <= 256 */
+    if (sp->nhwc) { /* cc threads per staged pixel, 256 / cc pixels per pass */
+        if (L.cc < 1 || L.cc > 256) return false;
+        const int ps = 256 / L.cc;
+        sp->nh_ps_r = ps / sp->st_nv;
+        sp->nh_ps_c = ps % sp->st_nv;
+    } else {
+        sp->nh_ps_r = sp->nh_ps_c = 0;
+    }
     sp->st_step = 256 / sp->st_nv;
     sp->st_step_c = sp->st_step / L.in_h;
     sp->st_step_r = sp->st_step % L.in_h;
@@ -705,7 +723,8 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
     /* fp16 tiles >= 16 wide: lead and pitch in 8-element (16-byte) units so that TMA boxes start 16-byte aligned
      * (1.05-1.25x on maps TMA can stage, same-process A/B). 8-wide tiles keep 4-element units: their pitch would
      * grow 16 -> 24 and the 8x8 configs measured 1.1-1.5x slower with it, TMA or not (h200_round10 runs). */
-    if (!staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg, f16 && cfg.tw >= 16 ? 8 : 4)) return TSC_OK; /* not available */
+    if (!staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg, f16 && cfg.tw >= 16 ? 8 : 4, p->layout == TSC_NHWC))
+        return TSC_OK; /* not available */
     const int lead = sg.lead;
     const long long in_h = sg.in_h, pitch = sg.pitch, cstride = sg.cstride;
     const size_t red = (cfg.ws > 1 || cfg.cl > 1) ? (size_t)8 * cfg.nt * 4 * 32 * sizeof(float) : 0;

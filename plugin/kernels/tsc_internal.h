@@ -109,6 +109,10 @@ struct SmemParams {
     int mbar_off;           /* smem kernel: byte offset of two 8-byte mbarriers (tma only) */
     int nhwc;               /* 1: input and output are NHWC (channels last; staged into the same CHW shared-memory
                              * tile, element by element: no vec, no TMA), 0: NCHW */
+    int nh_ps_r, nh_ps_c;   /* nhwc staging walk: consecutive threads take consecutive channels of one staged pixel
+                             * (cc threads per pixel, 256 / cc pixels per pass = nh_ps_r rows + nh_ps_c columns of
+                             * the st_nv staged columns); cstride is odd there, so the channels' rows hit distinct
+                             * banks */
 };
 
 /* Tensor-map descriptor of the input (CUtensorMap bits, encoded on the host by cuTensorMapEncodeTiled) passed to
