@@ -82,7 +82,15 @@ def test_every_variant_matches_reference(c, dtype):
                          ids=lambda c: c.name)
 @pytest.mark.parametrize("dtype", ["fp32", "fp16"])
 def test_nhwc_matches_reference(c, dtype):
-    _run_case(c, dtype, layout="NHWC")
+    """NHWC plans (the plugin's kHWC / kHWC8 I/O): every variant, including the staged smem and (fp16, sm_80+)
+    tensor-core kernels, which stage channel-last input into their channel-major tiles."""
+    plan, errs = _run_case(c, dtype, layout="NHWC")
+    nchw = tcuda.SparseConvPlan(random_sparse_weight(np.random.default_rng(0), c.K, c.C, c.R, c.S, c.sparsity,
+                                                     c.pattern), None, c.strides, c.pads, c.dilations,
+                                c.activation, 0.0, 6.0, dtype, "NCHW")
+    staged = {n.split("(")[0] for n in nchw.variants(c.N, c.H, c.W)} & {"smem", "mma"}
+    # every staged family the NCHW plan offers for this shape, the NHWC plan offers too
+    assert staged <= {n.split("(")[0] for n in errs}, (staged, sorted(errs))
 
 
 @pytest.mark.parametrize("c", [c for c in CASES if c.name in ("skewed", "resnet_like_14", "batch3", "stride2")],
