@@ -26,7 +26,10 @@ REPORT_FORMATS = (".json", ".md")
 
 
 def git_commit(path=None):
-    """Commit hash of the git checkout holding ``path`` (default: this package), or None."""
+    """Commit hash of the git checkout holding ``path`` (default: this package), or None; env
+    ``TRT_SPARSE_COMMIT`` overrides it (a tree copied to another machine without its git state)."""
+    if os.environ.get("TRT_SPARSE_COMMIT"):
+        return os.environ["TRT_SPARSE_COMMIT"]
     path = path or os.path.dirname(os.path.abspath(__file__))
     try:
         out = subprocess.run(["git", "-C", path, "rev-parse", "--short=12", "HEAD"], stdout=subprocess.PIPE,
