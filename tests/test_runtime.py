@@ -313,3 +313,11 @@ def test_engine_runs_and_matches_onnxruntime(tmp_path):
             assert len(runner.time({"x": x}, iterations=5, warmup=1, cuda_graph=True)) == 5
         assert runner.device_memory()["engine_file_bytes"] == len(res.engine)
         assert isinstance(runner.profile_layers({"x": x}, iterations=2), list)
+
+
+def test_meta_commit_from_env(monkeypatch):
+    """TRT_SPARSE_COMMIT names the commit of a tree copied without its git state (the GPU machine's copy)."""
+    monkeypatch.delenv("TRT_SPARSE_COMMIT", raising=False)
+    own = bench_report.make_meta()["commit"]
+    monkeypatch.setenv("TRT_SPARSE_COMMIT", "0123abcd")
+    assert bench_report.make_meta()["commit"] == "0123abcd" != own
