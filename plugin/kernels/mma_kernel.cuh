@@ -311,10 +311,7 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
             const int o0 = (OUTS * rank) / cl, o1 = (OUTS * (rank + 1)) / cl;
             for (int o = o0 + (int)threadIdx.x; o < o1; o += 256) {
                 const int ln = o & 31, r = (o >> 5) & 3, j = (o >> 7) % NT, slot = (o >> 7) / NT;
-                float s = 0.0f;
-                for (int pr = 0; pr < cl; ++pr)
-                    for (int sp = 0; sp < WS; ++sp)
-                        s += ld_peer(red + (((slot * WS + sp) * NT + j) * 4 + r) * 32 + ln, (unsigned)pr);
+                const float s = sum_peers(red + (((slot * WS) * NT + j) * 4 + r) * 32 + ln, cl, WS, NT * 4 * 32);
                 const int k = mma_detail::out_channel(p, bg, slot / WP, r, ln);
                 mma_detail::store_out<TW>(q, yn, k, mma_detail::acc_pixel<NT>(slot % WP, j, r, ln), oy0, ox0, s,
                                           k < q.K ? __ldg(q.bias + k) : 0.0f);

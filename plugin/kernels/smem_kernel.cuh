@@ -143,6 +143,25 @@ __device__ __forceinline__ float ld_peer(const float* local, unsigned rank) {
     asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
     return v;
 }
+/* Sum over the cl (<= 8) blocks of the cluster and nsp partial-sum slots (sp_stride floats apart) of the floats at
+ * `base`'s offset: the cl peers' loads of a slot are issued back to back (one DSMEM round trip per slot, not one
+ * per peer), then added in peer order. */
+__device__ __forceinline__ float sum_peers(const float* base, int cl, int nsp, int sp_stride) {
+    float acc[8];
+#pragma unroll
+    for (int q = 0; q < 8; ++q) acc[q] = 0.0f;
+    for (int sp = 0; sp < nsp; ++sp) {
+        float t[8];
+#pragma unroll
+        for (int q = 0; q < 8; ++q) t[q] = q < cl ? ld_peer(base + sp * sp_stride, (unsigned)q) : 0.0f;
+#pragma unroll
+        for (int q = 0; q < 8; ++q) acc[q] += t[q];
+    }
+    float s = 0.0f;
+#pragma unroll
+    for (int q = 0; q < 8; ++q) s += acc[q];
+    return s;
+}
 #endif
 
 #if defined(TSC_HAS_TMA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -557,10 +576,7 @@ __global__ void __launch_bounds__(256, KW == 1 && PXH * PXW <= 2 ? 4 : (KW <= 2 
                 const int jr = j / PXW, jc = j - jr * PXW;
                 const int oy = oy0 + ln / LW + jr * LH, ox = ox0 + ln % LW + jc * LW;
                 if (k < 0 || oy >= p.P || ox >= p.Q) continue;
-                float s = 0.0f;
-                for (int q = 0; q < cl; ++q)
-                    for (int sp = 0; sp < ns; ++sp)
-                        s += ld_peer(red + ((((slot * ns + sp) * KW) + kl) * PX + j) * 32 + ln, (unsigned)q);
+                const float s = sum_peers(red + ((((slot * ns) * KW) + kl) * PX + j) * 32 + ln, cl, ns, KW * PX * 32);
                 st_out(y + (long long)n * p.K * p.P * p.Q + out_off(p, k, oy, ox),
                        act_f(s + __ldg(p.bias + k), p.act, p.clip_min, p.clip_max));
             }
