@@ -189,7 +189,8 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
         tma_load_4d(smem_addr(sbuf + bb * buf_elems), &tmap, ix0, iy0, c0, n, bar);
     };
 #else
-    const bool tma = false;
+    const bool tma = false; /* the staging below reads it only in TMA device passes */
+    (void)tma;
     (void)tmap;
 #endif
 
