@@ -14,16 +14,14 @@ import math
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 
 from trt_sparse import cuda as tcuda  # noqa: E402
 from trt_sparse.bench_report import make_meta  # noqa: E402
-from trt_sparse.commands.bench_kernels_cmd import _atomic_write, _pruned_weight, load_layers  # noqa: E402
-from variant_times import _time_us, family  # noqa: E402
+from trt_sparse.commands.bench_kernels_cmd import _atomic_write  # noqa: E402
+from variant_times import _time_us, family, seeded_cases  # noqa: E402
 
 
 def _plan(sw, lay, dtype, env_name, env_value):
@@ -53,40 +51,34 @@ def main():
     ap.add_argument("--json")
     a = ap.parse_args()
     env_name, _, env_value = a.env.partition("=")
-    layers = [l for l in load_layers(a.layers) if not a.only or l["name"] in a.only]
     rows = []
-    for lay in layers:
-        for batch in a.batch:
-            for dtype in a.dtype:
-                for sp in a.sparsity:
-                    rng = np.random.default_rng([0, int(round(sp * 1000))])
-                    _, sw = _pruned_weight(rng, lay, sp)
-                    pa, pb = _plan(sw, lay, dtype, env_name, None), _plan(sw, lay, dtype, env_name, env_value)
-                    tdt = torch.float16 if dtype == "fp16" else torch.float32
-                    x = torch.randn(batch, lay["C"], lay["H"], lay["W"], device="cuda").to(tdt)
-                    y = torch.empty(pa.output_shape(tuple(x.shape)), device="cuda", dtype=tdt)
-                    names = pb.variants(batch, lay["H"], lay["W"])
-                    fam = [(i, n) for i, n in enumerate(names) if family(n) == a.family]
-                    if not fam:
-                        continue
-                    first = sorted((_time_us(lambda: pb.enqueue_variant(i, x, y)), i, n) for i, n in fam)
-                    ta, tb = {}, {}
-                    for _, i, n in first[:a.top]:
-                        for _rep in range(2):
-                            t = _time_us(lambda: pa.enqueue_variant(i, x, y))
-                            ta[n] = min(ta.get(n, t), t)
-                            t = _time_us(lambda: pb.enqueue_variant(i, x, y))
-                            tb[n] = min(tb.get(n, t), t)
-                    best_a, best_b = min(ta.values()), min(tb.values())
-                    row = {"layer": lay["name"], "batch": batch, "dtype": dtype, "sparsity": sp,
-                           "a_us": ta, "b_us": tb, "best_a_us": best_a, "best_b_us": best_b,
-                           "b_over_a": best_b / best_a, "describe_a": pa.describe(), "describe_b": pb.describe()}
-                    rows.append(row)
-                    print("{:28s} N={} {} {:.2f}: A {:8.2f} us  B {:8.2f} us  B/A x{:.3f}  ({})".format(
-                        lay["name"], batch, dtype, sp, best_a, best_b, best_b / best_a,
-                        min(ta, key=ta.get)), flush=True)
-                    pa.close()
-                    pb.close()
+    for lay, batch, dtype, sp, _, sw in seeded_cases(a):
+        pa, pb = _plan(sw, lay, dtype, env_name, None), _plan(sw, lay, dtype, env_name, env_value)
+        tdt = torch.float16 if dtype == "fp16" else torch.float32
+        x = torch.randn(batch, lay["C"], lay["H"], lay["W"], device="cuda").to(tdt)
+        y = torch.empty(pa.output_shape(tuple(x.shape)), device="cuda", dtype=tdt)
+        names = pb.variants(batch, lay["H"], lay["W"])
+        fam = [(i, n) for i, n in enumerate(names) if family(n) == a.family]
+        if not fam:
+            continue
+        first = sorted((_time_us(lambda: pb.enqueue_variant(i, x, y)), i, n) for i, n in fam)
+        ta, tb = {}, {}
+        for _, i, n in first[:a.top]:
+            for _rep in range(2):
+                t = _time_us(lambda: pa.enqueue_variant(i, x, y))
+                ta[n] = min(ta.get(n, t), t)
+                t = _time_us(lambda: pb.enqueue_variant(i, x, y))
+                tb[n] = min(tb.get(n, t), t)
+        best_a, best_b = min(ta.values()), min(tb.values())
+        row = {"layer": lay["name"], "batch": batch, "dtype": dtype, "sparsity": sp,
+               "a_us": ta, "b_us": tb, "best_a_us": best_a, "best_b_us": best_b,
+               "b_over_a": best_b / best_a, "describe_a": pa.describe(), "describe_b": pb.describe()}
+        rows.append(row)
+        print("{:28s} N={} {} {:.2f}: A {:8.2f} us  B {:8.2f} us  B/A x{:.3f}  ({})".format(
+            lay["name"], batch, dtype, sp, best_a, best_b, best_b / best_a,
+            min(ta, key=ta.get)), flush=True)
+        pa.close()
+        pb.close()
     gm = math.exp(sum(math.log(r["b_over_a"]) for r in rows) / len(rows)) if rows else float("nan")
     print("geomean B/A over {} cases: x{:.3f} (A: {} unset, B: {})".format(len(rows), gm, env_name, a.env))
     if a.json:

@@ -15,16 +15,14 @@ import math
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 
 from trt_sparse import cuda as tcuda  # noqa: E402
 from trt_sparse.bench_report import make_meta  # noqa: E402
-from trt_sparse.commands.bench_kernels_cmd import _atomic_write, _pruned_weight, load_layers  # noqa: E402
-from variant_times import _time_us  # noqa: E402
+from trt_sparse.commands.bench_kernels_cmd import _atomic_write  # noqa: E402
+from variant_times import _time_us, seeded_cases  # noqa: E402
 
 
 def _plan(sw, lay, dtype, layout):
@@ -42,43 +40,37 @@ def main():
     ap.add_argument("--batch", type=int, nargs="+", default=[1])
     ap.add_argument("--json")
     a = ap.parse_args()
-    layers = [l for l in load_layers(a.layers) if not a.only or l["name"] in a.only]
     rows = []
-    for lay in layers:
-        for batch in a.batch:
-            for dtype in a.dtype:
-                for sp in a.sparsity:
-                    rng = np.random.default_rng([0, int(round(sp * 1000))])
-                    _, sw = _pruned_weight(rng, lay, sp)
-                    tdt = torch.float16 if dtype == "fp16" else torch.float32
-                    x = torch.randn(batch, lay["C"], lay["H"], lay["W"], device="cuda").to(tdt)
-                    xh = x.permute(0, 2, 3, 1).contiguous()
-                    pa, pb = _plan(sw, lay, dtype, "NCHW"), _plan(sw, lay, dtype, "NHWC")
-                    ya = torch.empty(pa.output_shape(tuple(x.shape)), device="cuda", dtype=tdt)
-                    yb = torch.empty(pb.output_shape(tuple(xh.shape)), device="cuda", dtype=tdt)
-                    pa.tune(x, ya)
-                    pb.tune(xh, yb)
-                    ta = tb = 1e30
-                    for _rep in range(2):
-                        ta = min(ta, _time_us(lambda: pa.enqueue(x, ya)))
-                        tb = min(tb, _time_us(lambda: pb.enqueue(xh, yb)))
-                    pa.enqueue(x, ya)
-                    pb.enqueue(xh, yb)
-                    torch.cuda.synchronize()
-                    ref = ya.double()
-                    err = float((yb.permute(0, 3, 1, 2).double() - ref).norm() / max(ref.norm().item(), 1e-30))
-                    t_perm = _time_us(lambda: xh.copy_(x.permute(0, 2, 3, 1))) + \
-                        _time_us(lambda: ya.copy_(yb.permute(0, 3, 1, 2)))
-                    row = {"layer": lay["name"], "batch": batch, "dtype": dtype, "sparsity": sp,
-                           "nchw_us": ta, "nhwc_us": tb, "nhwc_over_nchw": tb / ta, "rel_err_nhwc_vs_nchw": err,
-                           "permute_in_out_us": t_perm,
-                           "describe_nchw": pa.describe(), "describe_nhwc": pb.describe()}
-                    rows.append(row)
-                    print("{:28s} N={} {} {:.2f}: NCHW {:8.2f} us  NHWC {:8.2f} us  NHWC/NCHW x{:.3f}  "
-                          "err {:.1e}  permutes {:6.2f} us".format(lay["name"], batch, dtype, sp, ta, tb, tb / ta,
-                                                                  err, t_perm), flush=True)
-                    pa.close()
-                    pb.close()
+    for lay, batch, dtype, sp, _, sw in seeded_cases(a):
+        tdt = torch.float16 if dtype == "fp16" else torch.float32
+        x = torch.randn(batch, lay["C"], lay["H"], lay["W"], device="cuda").to(tdt)
+        xh = x.permute(0, 2, 3, 1).contiguous()
+        pa, pb = _plan(sw, lay, dtype, "NCHW"), _plan(sw, lay, dtype, "NHWC")
+        ya = torch.empty(pa.output_shape(tuple(x.shape)), device="cuda", dtype=tdt)
+        yb = torch.empty(pb.output_shape(tuple(xh.shape)), device="cuda", dtype=tdt)
+        pa.tune(x, ya)
+        pb.tune(xh, yb)
+        ta = tb = 1e30
+        for _rep in range(2):
+            ta = min(ta, _time_us(lambda: pa.enqueue(x, ya)))
+            tb = min(tb, _time_us(lambda: pb.enqueue(xh, yb)))
+        pa.enqueue(x, ya)
+        pb.enqueue(xh, yb)
+        torch.cuda.synchronize()
+        ref = ya.double()
+        err = float((yb.permute(0, 3, 1, 2).double() - ref).norm() / max(ref.norm().item(), 1e-30))
+        t_perm = _time_us(lambda: xh.copy_(x.permute(0, 2, 3, 1))) + \
+            _time_us(lambda: ya.copy_(yb.permute(0, 3, 1, 2)))
+        row = {"layer": lay["name"], "batch": batch, "dtype": dtype, "sparsity": sp,
+               "nchw_us": ta, "nhwc_us": tb, "nhwc_over_nchw": tb / ta, "rel_err_nhwc_vs_nchw": err,
+               "permute_in_out_us": t_perm,
+               "describe_nchw": pa.describe(), "describe_nhwc": pb.describe()}
+        rows.append(row)
+        print("{:28s} N={} {} {:.2f}: NCHW {:8.2f} us  NHWC {:8.2f} us  NHWC/NCHW x{:.3f}  "
+              "err {:.1e}  permutes {:6.2f} us".format(lay["name"], batch, dtype, sp, ta, tb, tb / ta,
+                                                      err, t_perm), flush=True)
+        pa.close()
+        pb.close()
     gm = math.exp(sum(math.log(r["nhwc_over_nchw"]) for r in rows) / len(rows)) if rows else float("nan")
     print("geomean NHWC/NCHW time over {} cases: x{:.3f}".format(len(rows), gm))
     if a.json:

@@ -69,6 +69,20 @@ def compare_rows(old_rows, row):
     return out
 
 
+def seeded_cases(a, vec=1):
+    """(layer, batch, dtype, sparsity, dense weight, sparse weight) for every case that the bench scripts' common
+    arguments select (a.layers, a.only, a.batch, a.dtype, a.sparsity), with the weights seeded per sparsity as
+    `bench-kernels` seeds them (so every script and round times the same weights)."""
+    layers = [l for l in load_layers(a.layers) if not a.only or l["name"] in a.only]
+    for lay in layers:
+        for batch in a.batch:
+            for dtype in a.dtype:
+                for sp in a.sparsity:
+                    rng = np.random.default_rng([0, int(round(sp * 1000))])
+                    w, sw = _pruned_weight(rng, lay, sp, vec)
+                    yield lay, batch, dtype, sp, w, sw
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--layers", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "layers.json"))
@@ -86,45 +100,39 @@ def main():
     if a.compare:
         with open(a.compare) as f:
             old_rows = json.load(f)
-    layers = [l for l in load_layers(a.layers) if not a.only or l["name"] in a.only]
     from trt_sparse.prune import parse_pattern
     vec = parse_pattern(a.pattern)
     out = []
-    for lay in layers:
-        for batch in a.batch:
-            for dtype in a.dtype:
-                for sp in a.sparsity:
-                    rng = np.random.default_rng([0, int(round(sp * 1000))])
-                    w, sw = _pruned_weight(rng, lay, sp, vec)
-                    st, pd, dl = lay["stride"], lay["pad"], lay["dilation"]
-                    plan = tcuda.SparseConvPlan(sw, None, (st, st), (pd,) * 4, (dl, dl), 0, 0.0, 6.0, dtype,
-                                                allow_tf32=a.allow_tf32 and dtype == "fp32")
-                    tdt = torch.float16 if dtype == "fp16" else torch.float32
-                    x = torch.randn(batch, lay["C"], lay["H"], lay["W"], device="cuda").to(tdt)
-                    y = torch.empty(plan.output_shape(tuple(x.shape)), device="cuda", dtype=tdt)
-                    names = plan.variants(batch, lay["H"], lay["W"])
-                    times = {}
-                    for i, n in enumerate(names):
-                        times[n] = _time_us(lambda: plan.enqueue_variant(i, x, y))
-                    best = {}
-                    for n, t in times.items():
-                        f = family(n)
-                        if f not in best or t < best[f][1]:
-                            best[f] = (n, t)
-                    newfam = a.family
-                    old = min((t for n, t in times.items() if family(n) != newfam), default=None)
-                    new = best.get(newfam, (None, None))[1]
-                    print("{:28s} N={} {} {:.2f}: old best {:8.2f} us  {} {:8.2f} us  ({})  x{:.2f}".format(
-                        lay["name"], batch, dtype, sp, old, newfam, new or -1, best.get(newfam, ("-",))[0],
-                        (old / new) if new else 0.0), flush=True)
-                    out.append({"layer": lay["name"], "batch": batch, "dtype": dtype, "sparsity": sp, "pattern": a.pattern,
-                                "times_us": times, "best_per_family": best})
-                    if old_rows:
-                        cmp = compare_rows(old_rows, out[-1])
-                        print("    vs {}: {}".format(os.path.basename(a.compare), "  ".join(
-                            "{} {:.2f} -> {:.2f} us (x{:.2f})".format(f, o, n, r) for f, (o, n, r) in sorted(cmp.items()))
-                            or "case not in the file"), flush=True)
-                    plan.close()
+    for lay, batch, dtype, sp, w, sw in seeded_cases(a, vec):
+        st, pd, dl = lay["stride"], lay["pad"], lay["dilation"]
+        plan = tcuda.SparseConvPlan(sw, None, (st, st), (pd,) * 4, (dl, dl), 0, 0.0, 6.0, dtype,
+                                    allow_tf32=a.allow_tf32 and dtype == "fp32")
+        tdt = torch.float16 if dtype == "fp16" else torch.float32
+        x = torch.randn(batch, lay["C"], lay["H"], lay["W"], device="cuda").to(tdt)
+        y = torch.empty(plan.output_shape(tuple(x.shape)), device="cuda", dtype=tdt)
+        names = plan.variants(batch, lay["H"], lay["W"])
+        times = {}
+        for i, n in enumerate(names):
+            times[n] = _time_us(lambda: plan.enqueue_variant(i, x, y))
+        best = {}
+        for n, t in times.items():
+            f = family(n)
+            if f not in best or t < best[f][1]:
+                best[f] = (n, t)
+        newfam = a.family
+        old = min((t for n, t in times.items() if family(n) != newfam), default=None)
+        new = best.get(newfam, (None, None))[1]
+        print("{:28s} N={} {} {:.2f}: old best {:8.2f} us  {} {:8.2f} us  ({})  x{:.2f}".format(
+            lay["name"], batch, dtype, sp, old, newfam, new or -1, best.get(newfam, ("-",))[0],
+            (old / new) if new else 0.0), flush=True)
+        out.append({"layer": lay["name"], "batch": batch, "dtype": dtype, "sparsity": sp, "pattern": a.pattern,
+                    "times_us": times, "best_per_family": best})
+        if old_rows:
+            cmp = compare_rows(old_rows, out[-1])
+            print("    vs {}: {}".format(os.path.basename(a.compare), "  ".join(
+                "{} {:.2f} -> {:.2f} us (x{:.2f})".format(f, o, n, r) for f, (o, n, r) in sorted(cmp.items()))
+                or "case not in the file"), flush=True)
+        plan.close()
     if a.json:
         _atomic_write(a.json, json.dumps(out, indent=1) + "\n")
 
