@@ -205,8 +205,8 @@ int32_t SparseConv2dPluginV3::onShapeChange(
             logMessage(LogLevel::kERROR, "onShapeChange: input and output must both be fp32 or both fp16");
             return -1;
         }
-        int32_t const layout = ioLayout(*mSpec, in[0].type, in[0].format);
-        if (layout < 0 || out[0].format != in[0].format)
+        int32_t const layout = ioPairLayout(*mSpec, in[0], out[0]);
+        if (layout < 0)
         {
             logMessage(LogLevel::kERROR, "onShapeChange: unsupported tensor format (layer " + mName + ")");
             return -1;

@@ -145,6 +145,13 @@ inline int32_t ioLayout(ConvSpec const& spec, nvinfer1::DataType t, nvinfer1::Te
     return -1;
 }
 
+// tsc_layout of a configured input / output pair, or -1 when its format is not supported or the two formats differ.
+inline int32_t ioPairLayout(
+    ConvSpec const& spec, nvinfer1::PluginTensorDesc const& in, nvinfer1::PluginTensorDesc const& out)
+{
+    return out.format == in.format ? ioLayout(spec, in.type, in.format) : -1;
+}
+
 // supportsFormatCombination of both adapters: position 0 (input) any supported type / format, position 1
 // (output) the input's type and format (a plan has one layout for both).
 inline bool supportedCombination(ConvSpec const& spec, int32_t pos, nvinfer1::PluginTensorDesc const* inOut)
@@ -195,8 +202,8 @@ inline int32_t configuredDtype(ConvSpec const& spec, std::string const& name,
         logMessage(LogLevel::kERROR, "configurePlugin: input and output must both be fp32 or both fp16");
         return -1;
     }
-    layout = ioLayout(spec, in[0].desc.type, in[0].desc.format);
-    if (layout < 0 || out[0].desc.format != in[0].desc.format)
+    layout = ioPairLayout(spec, in[0].desc, out[0].desc);
+    if (layout < 0)
     {
         logMessage(LogLevel::kERROR, "configurePlugin: unsupported tensor format (linear, or channel-last for both "
                 "input and output; layer " + name + ")");
@@ -228,8 +235,8 @@ inline int32_t enqueueConv(SparseConvState& state, std::string const& name,
         logMessage(LogLevel::kERROR, "enqueue: input and output must both be fp32 or both fp16");
         return -1;
     }
-    int32_t const layout = ioLayout(state.spec(), inputDesc[0].type, inputDesc[0].format);
-    if (layout < 0 || outputDesc[0].format != inputDesc[0].format)
+    int32_t const layout = ioPairLayout(state.spec(), inputDesc[0], outputDesc[0]);
+    if (layout < 0)
     {
         logMessage(LogLevel::kERROR, "enqueue: unsupported tensor format (layer " + name + ")");
         return -1;
