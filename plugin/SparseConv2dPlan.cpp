@@ -146,6 +146,12 @@ tsc_status SparseConvState::ensurePlan(std::string& err)
 void SparseConvState::setTactic(Tactic const& t)
 {
     mTactic = checkTactic(t) ? t : Tactic();
+    if (mTactic.valid())
+    {
+        // a stored tactic comes with the engine's I/O layout: a plan created before the runtime configures the
+        // formats (V2 initialize) is then already the right one, not recreated at the first enqueue
+        mLayout = mTactic.layout;
+    }
     if (mPlan != nullptr)
     {
         applyTactic();

@@ -81,8 +81,9 @@ public:
 
     void releasePlan() { mPlan.reset(); }
 
-    // Tuned kernel choice (serialized with the plugin). setTactic: from a deserialized plugin; it is
-    // applied (tsc_plan_set_choice) whenever a plan of the tactic's dtype is created.
+    // Tuned kernel choice (serialized with the plugin). setTactic: from a deserialized plugin (also sets the
+    // layout to the tactic's); it is applied (tsc_plan_set_choice) whenever a plan of the tactic's dtype and
+    // layout is created.
     Tactic const& tactic() const { return mTactic; }
     void setTactic(Tactic const& t);
 

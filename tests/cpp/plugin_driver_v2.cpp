@@ -267,6 +267,47 @@ static void runCase(
     }
     p3->terminate();
     p3->destroy();
+    if (!half || (c.C % 8 == 0 && c.K % 8 == 0))
+    {
+        // a channel-last build (kHWC fp32 / kHWC8 fp16): the tactic carries the layout (io = dtype + 2), and the
+        // deserialized plugin's first plan (initialize, before the runtime configures formats) is the channel-last
+        // one that takes the stored choice -- not an NCHW plan recreated at the first enqueue
+        FieldSet hfs; // fresh fields: the first set was scribbled over to prove the plugin copies them
+        fillFields(c, w, hfs, nul);
+        if (tf32 || nul)
+            hfs.ints("allow_tf32", {tf32 ? 1 : 0});
+        nv::IPluginV2DynamicExt* h1 = dyn(creator->createPlugin(c.name, hfs.collection()));
+        CHECK(h1 != nullptr, "%s: createPlugin (channel-last build)", c.name);
+        if (h1)
+        {
+            nv::DynamicPluginTensorDesc hin = din, hout = dout;
+            hin.desc.format = hout.desc.format = half ? nv::TensorFormat::kHWC8 : nv::TensorFormat::kHWC;
+            h1->configurePlugin(&hin, 1, &hout, 1);
+            std::vector<unsigned char> hb(h1->getSerializationSize());
+            h1->serialize(hb.data());
+            h1->destroy();
+            int32_t hdr[9] = {0};
+            if (hb.size() >= sizeof(hdr))
+                std::memcpy(hdr, hb.data(), sizeof(hdr));
+            int32_t const* t = tf32 ? hdr + 4 : hdr + 3;
+            CHECK(t[4] == (half ? 1 : 0) + 2, "%s: channel-last tactic io %d, expected %d", c.name, t[4],
+                (half ? 1 : 0) + 2);
+            int32_t reset[4];
+            tsc_stub_last_set_choice(reset, 1);
+            nv::IPluginV2DynamicExt* h2 = dyn(creator->deserializePlugin(c.name, hb.data(), hb.size()));
+            CHECK(h2 != nullptr && h2->initialize() == 0, "%s: channel-last deserialize + initialize", c.name);
+            int32_t set[4] = {-1, 0, 0, 0};
+            tsc_stub_last_set_choice(set, 0);
+            CHECK(set[0] == t[0] && set[1] == maxN && set[2] == maxH && set[3] == maxW,
+                "%s: channel-last plan at initialize got choice {%d, %d, %d, %d}, stored {%d, %d, %d, %d}", c.name,
+                set[0], set[1], set[2], set[3], t[0], t[1], t[2], t[3]);
+            if (h2)
+            {
+                h2->terminate();
+                h2->destroy();
+            }
+        }
+    }
     CHECK(tsc_stub_live_plans() == plansBefore, "%s: plans alive %d (expected %d)", c.name, tsc_stub_live_plans(),
         plansBefore);
 }
