@@ -118,7 +118,6 @@ inline int32_t kernelDtype(nvinfer1::DataType t)
 // tsc_layout the kernels run a tensor of type t in format f as, or -1 when they cannot: kLINEAR (fp32 / fp16)
 // -> NCHW; channel-last -> NHWC: kHWC (fp32, unpadded) and kHWC8 (fp16; only when C and K are multiples of 8,
 // so that the padded channel stride equals the channel count and no padding channel is read or written).
-// Env TRT_SPARSE_LINEAR_IO=1 offers kLINEAR only.
 inline int32_t ioLayout(ConvSpec const& spec, nvinfer1::DataType t, nvinfer1::TensorFormat f)
 {
     if (kernelDtype(t) < 0)
@@ -128,11 +127,6 @@ inline int32_t ioLayout(ConvSpec const& spec, nvinfer1::DataType t, nvinfer1::Te
     if (f == nvinfer1::TensorFormat::kLINEAR)
     {
         return TSC_NCHW;
-    }
-    char const* linearOnly = std::getenv("TRT_SPARSE_LINEAR_IO");
-    if (linearOnly != nullptr && linearOnly[0] == '1')
-    {
-        return -1;
     }
     if (f == nvinfer1::TensorFormat::kHWC && t == nvinfer1::DataType::kFLOAT)
     {
@@ -153,10 +147,17 @@ inline int32_t ioPairLayout(
 }
 
 // supportsFormatCombination of both adapters: position 0 (input) any supported type / format, position 1
-// (output) the input's type and format (a plan has one layout for both).
+// (output) the input's type and format (a plan has one layout for both). Env TRT_SPARSE_LINEAR_IO=1 offers
+// kLINEAR only (read here, at engine build: configure / enqueue run whatever format the engine has).
 inline bool supportedCombination(ConvSpec const& spec, int32_t pos, nvinfer1::PluginTensorDesc const* inOut)
 {
-    if (pos < 0 || pos > 1 || ioLayout(spec, inOut[pos].type, inOut[pos].format) < 0)
+    if (pos < 0 || pos > 1)
+    {
+        return false;
+    }
+    int32_t const layout = ioLayout(spec, inOut[pos].type, inOut[pos].format);
+    char const* linearOnly = std::getenv("TRT_SPARSE_LINEAR_IO");
+    if (layout < 0 || (layout != TSC_NCHW && linearOnly != nullptr && linearOnly[0] == '1'))
     {
         return false;
     }
