@@ -18,9 +18,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 
-from trt_sparse import cuda as tcuda  # noqa: E402
 from trt_sparse.bench_report import make_meta  # noqa: E402
-from trt_sparse.commands.bench_kernels_cmd import _atomic_write  # noqa: E402
+from trt_sparse.commands.bench_kernels_cmd import _atomic_write, layer_plan  # noqa: E402
 from variant_times import _time_us, family, seeded_cases  # noqa: E402
 
 
@@ -30,8 +29,7 @@ def _plan(sw, lay, dtype, env_name, env_value):
     try:
         if env_value is not None:
             os.environ[env_name] = env_value
-        st, pd, dl = lay["stride"], lay["pad"], lay["dilation"]
-        return tcuda.SparseConvPlan(sw, None, (st, st), (pd,) * 4, (dl, dl), 0, 0.0, 6.0, dtype)
+        return layer_plan(sw, lay, dtype)
     finally:
         os.environ.pop(env_name, None)
         if old is not None:

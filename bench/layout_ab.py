@@ -19,16 +19,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 
-from trt_sparse import cuda as tcuda  # noqa: E402
 from trt_sparse.bench_report import make_meta  # noqa: E402
-from trt_sparse.commands.bench_kernels_cmd import _atomic_write  # noqa: E402
+from trt_sparse.commands.bench_kernels_cmd import _atomic_write, layer_plan  # noqa: E402
 from variant_times import _time_us, seeded_cases  # noqa: E402
-
-
-def _plan(sw, lay, dtype, layout):
-    """Plan of the layer in the given I/O layout."""
-    st, pd, dl = lay["stride"], lay["pad"], lay["dilation"]
-    return tcuda.SparseConvPlan(sw, None, (st, st), (pd,) * 4, (dl, dl), 0, 0.0, 6.0, dtype, layout)
 
 
 def main():
@@ -45,7 +38,7 @@ def main():
         tdt = torch.float16 if dtype == "fp16" else torch.float32
         x = torch.randn(batch, lay["C"], lay["H"], lay["W"], device="cuda").to(tdt)
         xh = x.permute(0, 2, 3, 1).contiguous()
-        pa, pb = _plan(sw, lay, dtype, "NCHW"), _plan(sw, lay, dtype, "NHWC")
+        pa, pb = layer_plan(sw, lay, dtype, "NCHW"), layer_plan(sw, lay, dtype, "NHWC")
         ya = torch.empty(pa.output_shape(tuple(x.shape)), device="cuda", dtype=tdt)
         yb = torch.empty(pb.output_shape(tuple(xh.shape)), device="cuda", dtype=tdt)
         pa.tune(x, ya)

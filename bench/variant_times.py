@@ -17,8 +17,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 
-from trt_sparse import cuda as tcuda  # noqa: E402
-from trt_sparse.commands.bench_kernels_cmd import _atomic_write, _pruned_weight, load_layers  # noqa: E402
+from trt_sparse.commands.bench_kernels_cmd import _atomic_write, _pruned_weight, layer_plan, load_layers  # noqa: E402
 
 
 def _time_us(fn, iters=20, trials=5):
@@ -104,9 +103,7 @@ def main():
     vec = parse_pattern(a.pattern)
     out = []
     for lay, batch, dtype, sp, w, sw in seeded_cases(a, vec):
-        st, pd, dl = lay["stride"], lay["pad"], lay["dilation"]
-        plan = tcuda.SparseConvPlan(sw, None, (st, st), (pd,) * 4, (dl, dl), 0, 0.0, 6.0, dtype,
-                                    allow_tf32=a.allow_tf32 and dtype == "fp32")
+        plan = layer_plan(sw, lay, dtype, allow_tf32=a.allow_tf32 and dtype == "fp32")
         tdt = torch.float16 if dtype == "fp16" else torch.float32
         x = torch.randn(batch, lay["C"], lay["H"], lay["W"], device="cuda").to(tdt)
         y = torch.empty(plan.output_shape(tuple(x.shape)), device="cuda", dtype=tdt)

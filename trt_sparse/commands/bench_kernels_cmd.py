@@ -208,6 +208,14 @@ def _measure_bandwidth(torch):
     return nbytes / (best * 1e-3) / 1e9
 
 
+def layer_plan(sw, lay, dtype, layout="NCHW", allow_tf32=False):
+    """Kernel plan of a benchmark layer's sparse weight (no bias, no activation) in the given I/O layout."""
+    from .. import cuda as tcuda
+    st, pd, dl = lay["stride"], lay["pad"], lay["dilation"]
+    return tcuda.SparseConvPlan(sw, None, (st, st), (pd,) * 4, (dl, dl), 0, 0.0, 6.0, dtype, layout,
+                                allow_tf32=allow_tf32)
+
+
 def _pruned_weight(rng, lay, sparsity, vec=1):
     """Random He-scaled weight of the layer with a Bernoulli mask of the given sparsity; vec > 1 shares one
     mask among `vec` consecutive output channels (the `prune --pattern vector:V` structure)."""
@@ -277,8 +285,7 @@ def run(args):
         for sparsity in layer_sparsities(lay, args.sparsity):
             rng_w = np.random.default_rng([args.seed, int(round(sparsity * 1000)), C, K, R, H])
             w, sw = _pruned_weight(rng_w, lay, sparsity, vec)
-            plan = tcuda.SparseConvPlan(sw, None, (st, st), (pd,) * 4, (dl, dl), 0, 0.0, 6.0, dtype, "NCHW",
-                                        allow_tf32=args.allow_tf32 and dtype == "fp32")
+            plan = layer_plan(sw, lay, dtype, allow_tf32=args.allow_tf32 and dtype == "fp32")
             plan.tune(xs[0], ys[0])
             desc = plan.describe()
             variant = desc.split("]=")[-1] if "]=" in desc else "heuristic"
