@@ -26,6 +26,7 @@
 #define TRT_SPARSE_MMA_KERNEL_CUH
 
 #include <cuda_fp16.h>
+#include <cstdint>
 #include "tsc_internal.h"
 #include "smem_kernel.cuh"
 
@@ -96,6 +97,33 @@ __device__ __forceinline__ void store_out(const SmemParams& q, T* yn, int k, int
     if (k >= q.K || oy >= q.P || ox >= q.Q) return;
     smem_detail::st_out(yn + smem_detail::out_off(q, k, oy, ox),
                         smem_detail::act_f(v + bias, q.act, q.clip_min, q.clip_max));
+}
+
+/* Two adjacent outputs (v0 at element dst, v1 at dst + 1) in one 8-byte (fp32) / 4-byte (fp16) store. */
+__device__ __forceinline__ void st_out2(float* dst, float v0, float v1) {
+    *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
+}
+__device__ __forceinline__ void st_out2(__half* dst, float v0, float v1) {
+    *reinterpret_cast<__half2*>(dst) = __floats2half2_rn(v0, v1);
+}
+
+/* Store tile pixels pi (even) and pi + 1 -- one tile row: TW is a multiple of 8 -- of output channel k (the
+ * accumulator pair of one lane and fragment row), with its bias and the activation: one paired store where both
+ * pixels are in the image and the NCHW address is aligned for it, else one store per pixel. */
+template <int TW, typename T>
+__device__ __forceinline__ void store_out_pair(const SmemParams& q, T* yn, int k, int pi, int oy0, int ox0, float v0,
+                                               float v1, float bias) {
+    const int oy = oy0 + pi / TW, ox = ox0 + pi % TW;
+    if (k >= q.K || oy >= q.P || ox >= q.Q) return;
+    T* const dst = yn + smem_detail::out_off(q, k, oy, ox);
+    const float a0 = smem_detail::act_f(v0 + bias, q.act, q.clip_min, q.clip_max);
+    const float a1 = smem_detail::act_f(v1 + bias, q.act, q.clip_min, q.clip_max);
+    if (!q.nhwc && ox + 1 < q.Q && (reinterpret_cast<uintptr_t>(dst) & (2 * sizeof(T) - 1)) == 0) {
+        st_out2(dst, a0, a1);
+        return;
+    }
+    smem_detail::st_out(dst, a0);
+    if (ox + 1 < q.Q) smem_detail::st_out(yn + smem_detail::out_off(q, k, oy, ox + 1), a1);
 }
 
 /* Tile pixel of accumulator register r of n-tile j of pixel slice wp, lane ln (columns 2 tig, 2 tig + 1). */
@@ -276,9 +304,9 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
 #pragma unroll
             for (int j = 0; j < NT; ++j)
 #pragma unroll
-                for (int r = 0; r < 4; ++r)
-                    mma_detail::store_out<TW>(q, yn, kA + ((r & 2) ? 8 : 0), mma_detail::acc_pixel<NT>(wp, j, r, lane),
-                                              oy0, ox0, acc[j][r], (r & 2) ? biasB : biasA);
+                for (int r = 0; r < 4; r += 2) /* registers (r, r + 1): pixels 2 tig, 2 tig + 1 of one channel */
+                    mma_detail::store_out_pair<TW>(q, yn, kA + (r ? 8 : 0), mma_detail::acc_pixel<NT>(wp, j, r, lane),
+                                                   oy0, ox0, acc[j][r], acc[j][r + 1], r ? biasB : biasA);
             continue;
         }
         float* red = reinterpret_cast<float*>(smem_raw);

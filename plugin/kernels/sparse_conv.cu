@@ -129,6 +129,10 @@ struct tsc_plan {
     bool tma = false;      /* smem kernels stage by TMA where the input allows (sm_90+, CUDA 12+ build and driver;
                             * TRT_SPARSE_NO_TMA=1 at plan creation turns it off) */
     bool tf32 = false;     /* fp32 plans may run TF32 tensor-core variants (tsc_plan_set_math; off by default) */
+    bool mma_sorted = false; /* tensor-core k-steps in sorted position order, not mma_bank_order (A/B switch:
+                              * TRT_SPARSE_MMA_SORTED=1 at plan creation) */
+    bool mma_align8 = false; /* fp16 8-wide tensor-core tiles in 16-byte (TMA-able) units too (A/B switch:
+                              * TRT_SPARSE_MMA_ALIGN8=1 at plan creation) */
     mutable std::mutex mu;  /* tuned */
     mutable std::mutex bmu; /* layout build / free */
     std::vector<Tuned> tuned;
@@ -704,11 +708,67 @@ bool reuse_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int 
     return staged_params(p, L, (32 / cfg.lw) * cfg.ph, cfg.lw * cfg.pw, cfg.ns, 1, N, H, W, P, Q, x, y, sp);
 }
 
+/* Bank-aware order of one (block group, chunk, group) union of positions for the tensor-core gather.
+ * A k-step's B fragment is read by `loads` shared-memory loads (fp16: 4, TF32: 2); load q of lane (g, tg) reads
+ * pixel g (g * step bytes past the n-tile's first pixel, step = stride_w * element size) of the position in slot
+ * kslot(q, tg) of the k-step, so each load reads 8 pixels of 4 positions. Taking positions in sorted order made
+ * 1.6-1.7 wavefronts per load (Nsight Compute, round 12: 41% of the shared-memory wavefronts were bank
+ * conflicts): here each load's 4 positions are picked greedily so that no two of them read different words of one
+ * bank (scan of at most 64 unused candidates in sorted order; else the fewest conflicting words). Returns the
+ * position index of every slot (k-step * ks + k), -2 - j for a padding slot that repeats position j of the same
+ * load (the same words: a broadcast, no extra wavefront), -1 for a slot of an empty load. `sorted`: the layout
+ * before round 12 (positions in sorted order, padding at element 0; A/B runs). */
+std::vector<int> mma_bank_order(const std::vector<int>& offs, int step, bool f16, bool sorted) {
+    const int ks = f16 ? 16 : 8, loads = f16 ? 4 : 2;
+    const int n = (int)offs.size();
+    const int nk = (n + ks - 1) / ks;
+    std::vector<int> slot((size_t)nk * ks, -1);
+    if (sorted) {
+        for (int i = 0; i < n; ++i) slot[(size_t)i] = i;
+        return slot;
+    }
+    std::vector<char> used((size_t)n, 0);
+    int first = 0; /* lowest unused position */
+    auto kslot = [&](int q, int tg) { return f16 ? (q & 1) + 2 * tg + (q >> 1) * 8 : tg + 4 * q; };
+    for (int k = 0; k < nk; ++k) {
+        for (int q = 0; q < loads; ++q) {
+            int bank_word[32];
+            for (int b = 0; b < 32; ++b) bank_word[b] = -1;
+            int lead_pos = -1;
+            for (int tg = 0; tg < 4; ++tg) {
+                while (first < n && used[first]) ++first;
+                int& dst = slot[(size_t)k * ks + kslot(q, tg)];
+                if (first >= n) { dst = lead_pos >= 0 ? -2 - lead_pos : -1; continue; }
+                int best = -1, best_c = 1 << 30, scanned = 0;
+                for (int j = first; j < n && scanned < 64; ++j) {
+                    if (used[j]) continue;
+                    ++scanned;
+                    int c = 0;
+                    for (int g = 0; g < 8; ++g) {
+                        const int wd = (offs[j] + g * step) >> 2, bw = bank_word[wd & 31];
+                        c += bw >= 0 && bw != wd;
+                    }
+                    if (c < best_c) { best = j; best_c = c; if (c == 0) break; }
+                }
+                used[best] = 1;
+                for (int g = 0; g < 8; ++g) {
+                    const int wd = (offs[best] + g * step) >> 2;
+                    if (bank_word[wd & 31] < 0) bank_word[wd & 31] = wd;
+                }
+                dst = best;
+                if (lead_pos < 0) lead_pos = best;
+            }
+        }
+    }
+    return slot;
+}
+
 /* Tensor-core layout for config `ci` (tsc::mma_cfg_info): staged-chunk geometry like the smem kernel; output
  * channels in natural order, 16 per group (vector-sparse masks of consecutive channels stay aligned), WG
  * groups per block; per (block group, non-empty chunk, group) the union of the 16 channels' positions in
- * the chunk, sorted (c, r, s), in k-steps of 16 (the last padded with zero weights): the A fragment of each
- * lane (fp16, m16n8k16 layout: row = channel, column = position) and the positions' byte offsets. */
+ * the chunk in k-steps of 16, ordered for conflict-free gathers (mma_bank_order; the last padded with zero
+ * weights): the A fragment of each lane (fp16, m16n8k16 layout: row = channel, column = position) and the
+ * positions' byte offsets. */
 tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout* out, bool build) {
     const tsc_conv_desc& d = p->d;
     const tsc::MmaCfgInfo cfg = tsc::mma_cfg_info(ci);
@@ -723,7 +783,8 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
     /* fp16 tiles >= 16 wide: lead and pitch in 8-element (16-byte) units so that TMA boxes start 16-byte aligned
      * (1.05-1.25x on maps TMA can stage, same-process A/B). 8-wide tiles keep 4-element units: their pitch would
      * grow 16 -> 24 and the 8x8 configs measured 1.1-1.5x slower with it, TMA or not (h200_round10 runs). */
-    if (!staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg, f16 && cfg.tw >= 16 ? 8 : 4, p->layout == TSC_NHWC))
+    if (!staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg, f16 && (cfg.tw >= 16 || p->mma_align8) ? 8 : 4,
+                         p->layout == TSC_NHWC))
         return TSC_OK; /* not available */
     const int lead = sg.lead;
     const long long in_h = sg.in_h, pitch = sg.pitch, cstride = sg.cstride;
@@ -780,25 +841,34 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
                 kseg.push_back((int)nks);
                 std::vector<std::pair<int, std::pair<int, uint32_t> > >& V = lists[wg];
                 size_t t = cur[wg];
-                while (t < V.size() && V[t].first < pend) { /* one k-step: the next KS distinct positions */
+                /* the chunk's union of positions: byte offset in the staged chunk, first entry of V */
+                std::vector<int> poffs, pbeg;
+                while (t < V.size() && V[t].first < pend) {
+                    const int idx = V[t].first;
+                    if (pbeg.empty() || V[pbeg.back()].first != idx) {
+                        const int c = idx / RS, r = (idx % RS) / d.S, sc = idx % d.S;
+                        poffs.push_back((int)(((long long)(c - ch * cc) * cstride + (long long)r * d.dilation_h * pitch +
+                                               (long long)sc * d.dilation_w) * es));
+                        pbeg.push_back((int)t);
+                    }
+                    ++t;
+                }
+                pbeg.push_back((int)t);
+                cur[wg] = t;
+                const std::vector<int> slot = mma_bank_order(poffs, d.stride_w * es, f16, p->mma_sorted);
+                for (size_t k0 = 0; k0 < slot.size(); k0 += KS) { /* one k-step */
                     uint32_t wm[16][16]; /* [channel of the group][position of the k-step]: fp16 / TF32 bits */
                     int offs[16];
                     std::memset(wm, 0, sizeof(wm));
-                    for (int u = 0; u < 16; ++u) offs[u] = 0; /* padding: weight 0 at a staged element */
-                    int u = 0, last = -1;
-                    while (t < V.size() && V[t].first < pend) {
-                        const int idx = V[t].first;
-                        if (idx != last) { /* a new position of the union */
-                            if (u == KS) break;
-                            const int c = idx / RS, r = (idx % RS) / d.S, sc = idx % d.S;
-                            offs[u++] = (int)(((long long)(c - ch * cc) * cstride + (long long)r * d.dilation_h * pitch +
-                                               (long long)sc * d.dilation_w) * es);
-                            last = idx;
+                    for (int u = 0; u < KS; ++u) {
+                        const int pi = slot[k0 + u];
+                        if (pi >= 0) {
+                            offs[u] = poffs[pi];
+                            for (int e = pbeg[pi]; e < pbeg[pi + 1]; ++e) wm[V[e].second.first][u] = V[e].second.second;
+                        } else { /* padding: weight 0 at a position its load reads anyway (or element 0) */
+                            offs[u] = pi <= -2 ? poffs[-2 - pi] : 0;
                         }
-                        wm[V[t].second.first][u - 1] = V[t].second.second;
-                        ++t;
                     }
-                    cur[wg] = t;
                     for (int lane = 0; lane < 32; ++lane) {
                         const int gr = lane >> 2, tg = lane & 3;
                         if (f16) { /* m16n8k16 A: (gr, 2tg..2tg+1), (gr+8, ..), (gr, 2tg+8..), (gr+8, 2tg+8..) */
@@ -1385,6 +1455,8 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, dev);
         p->mma = cc_major >= 8 && tsc::mma_supported();
         p->tma = p->clusters && tma_available(); /* see encode_input_map */
+        p->mma_sorted = env_flag("TRT_SPARSE_MMA_SORTED");
+        p->mma_align8 = env_flag("TRT_SPARSE_MMA_ALIGN8");
     }
     int optin = 48 * 1024;
     if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess || optin < 48 * 1024)
