@@ -3,7 +3,7 @@
 #   [DEADLINE=S] bash tools/device_kernels.sh [build] [test] [sanitize] [sanitize-quick] [plan-memory] [bench-quick]
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
 #                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma] [ab-mma] [ab-small]
-#                                             [probe] [variants-reuse] [ab-layout]
+#                                             [probe] [variants-reuse] [ab-layout] [ab-order] [ab-align8]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Logs and JSON go to $OUT (default ./device_out); a short table is printed last.
@@ -134,6 +134,19 @@ if has ab-mma && fits 90; then
     --only $(python3 -c "import json;print(' '.join(l['name'] for l in json.load(open('bench/layers.json'))['layers'] if l['kernel']==3 and l['stride']==1))") \
     --json "$OUT/ab_mma.json" >"$OUT/ab_mma.log" 2>&1 || status=1
   tail -3 "$OUT/ab_mma.log"
+fi
+S1_LAYERS() { python3 -c "import json;print(' '.join(l['name'] for l in json.load(open('bench/layers.json'))['layers'] if l['kernel']==3 and l['stride']==1))"; }
+if has ab-order && fits 90; then
+  say "A/B in one process: fp16 mma k-steps in bank-aware order (A) vs sorted order (B: TRT_SPARSE_MMA_SORTED=1)"
+  timeout 240 python3 bench/env_ab.py --env TRT_SPARSE_MMA_SORTED=1 --family mma --batch 1 8 --sparsity 0.9 --dtype fp16 \
+    --only $(S1_LAYERS) --json "$OUT/ab_order.json" >"$OUT/ab_order.log" 2>&1 || status=1
+  tail -3 "$OUT/ab_order.log"
+fi
+if has ab-align8 && fits 90; then
+  say "A/B in one process: fp16 8-wide mma tiles in 4-element units (A) vs 8-element units, TMA-able (B: TRT_SPARSE_MMA_ALIGN8=1)"
+  timeout 240 python3 bench/env_ab.py --env TRT_SPARSE_MMA_ALIGN8=1 --family mma --batch 1 8 --sparsity 0.9 --dtype fp16 \
+    --only $(S1_LAYERS) --json "$OUT/ab_align8.json" >"$OUT/ab_align8.log" 2>&1 || status=1
+  tail -3 "$OUT/ab_align8.log"
 fi
 if has ab-small && fits 60; then
   say "A/B in one process: TMA vs cp.async on the small-map fp32 layers that were slower in round 9 than round 8"
