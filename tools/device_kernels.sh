@@ -3,7 +3,7 @@
 #   [DEADLINE=S] bash tools/device_kernels.sh [build] [test] [sanitize] [sanitize-quick] [plan-memory] [bench-quick]
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
 #                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma] [ab-mma] [ab-small]
-#                                             [probe] [variants-reuse] [ab-layout] [ab-order] [ab-align8]
+#                                             [probe] [variants-reuse] [ab-layout] [ab-order] [ab-align8] [ab-fp]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Logs and JSON go to $OUT (default ./device_out); a short table is printed last.
@@ -24,6 +24,9 @@ if has build; then
   (cmake -S plugin -B build -DTSC_CUDA_ARCHS=90 -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 &&
    cmake --build build -j16 >>"$OUT/build.log" 2>&1) || { say "BUILD FAILED"; tail -30 "$OUT/build.log"; exit 1; }
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >>"$OUT/build.log" 2>&1
+  # tensor-core kernels: 16-bit gather loads per function, and how many use an immediate offset
+  cuobjdump -sass build/kernels/libtrt_sparse_kernels.so 2>/dev/null | awk '/Function :/{f=$3} /LDS.U16|LDS /{n[f]++; if ($0 ~ /\+0x/) m[f]++} END{for (k in n) print k, n[k], m[k]+0}' \
+    | grep mma_kernel | sort > "$OUT/mma_lds.txt" 2>/dev/null
   cuobjdump -sass build/kernels/libtrt_sparse_kernels.so 2>/dev/null | grep -E "Function|BRX|FFMA|LDG" \
     | awk '/Function/{f=$0} /BRX/{b[f]++} /FFMA/{m[f]++} /LDG/{l[f]++} END{for(k in m) print k, "FFMA",m[k],"BRX",b[k],"LDG",l[k]}' \
     > "$OUT/sass_counts.txt" 2>/dev/null
@@ -141,6 +144,12 @@ if has ab-order && fits 90; then
   timeout 240 python3 bench/env_ab.py --env TRT_SPARSE_MMA_SORTED=1 --family mma --batch 1 8 --sparsity 0.9 --dtype fp16 \
     --only $(S1_LAYERS) --json "$OUT/ab_order.json" >"$OUT/ab_order.log" 2>&1 || status=1
   tail -3 "$OUT/ab_order.log"
+fi
+if has ab-fp && fits 90; then
+  say "A/B in one process: fp16 mma with compiled-pitch gathers (A) vs runtime pitch (B: TRT_SPARSE_MMA_NO_FP=1)"
+  timeout 240 python3 bench/env_ab.py --env TRT_SPARSE_MMA_NO_FP=1 --family mma --batch 1 8 --sparsity 0.9 --dtype fp16 \
+    --only $(S1_LAYERS) --json "$OUT/ab_fp.json" >"$OUT/ab_fp.log" 2>&1 || status=1
+  tail -3 "$OUT/ab_fp.log"
 fi
 if has ab-align8 && fits 90; then
   say "A/B in one process: fp16 8-wide mma tiles in 4-element units (A) vs 8-element units, TMA-able (B: TRT_SPARSE_MMA_ALIGN8=1)"

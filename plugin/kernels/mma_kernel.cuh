@@ -148,24 +148,59 @@ __device__ __forceinline__ void load_kstep(const uint4* ap, const unsigned* op, 
     k->o23 = KWords<T>::value == 8 ? __ldg(op + 4) : 0u;
 }
 
-/* One k-step of one n-tile: gather the B fragment at the lane's pixel address bj and issue the mma. */
-__device__ __forceinline__ void kstep_mma(float (&acc)[4], const KStep& k, unsigned bj, const __half*) {
-    const unsigned b0 = lds_u16(bj + (k.o01 & 0xffffu)) | (lds_u16(bj + (k.o01 >> 16)) << 16);
-    const unsigned b1 = lds_u16(bj + (k.o23 & 0xffffu)) | (lds_u16(bj + (k.o23 >> 16)) << 16);
+/* Shared-window addresses of the lane's k-step positions at pixel address `base`: fp16 positions 2 tig, 2 tig + 1,
+ * 2 tig + 8, 2 tig + 9 of the B fragment; TF32 tig, tig + 4 (a0, a1; a2 and a3 unused). */
+struct KAddr {
+    unsigned a0, a1, a2, a3;
+};
+__device__ __forceinline__ KAddr kaddr(const KStep& k, unsigned base) {
+    KAddr r;
+    r.a0 = base + (k.o01 & 0xffffu);
+    r.a1 = base + (k.o01 >> 16);
+    r.a2 = base + (k.o23 & 0xffffu);
+    r.a3 = base + (k.o23 >> 16);
+    return r;
+}
+
+/* One k-step of one n-tile: gather the B fragment at the addresses plus dj bytes (the n-tile's distance from the
+ * addresses' pixel: 0, or a compile-time constant that ptxas folds into the loads' immediate offsets) and issue
+ * the mma. */
+__device__ __forceinline__ void kstep_mma(float (&acc)[4], const KStep& k, const KAddr& a, unsigned dj,
+                                          const __half*) {
+    const unsigned b0 = lds_u16(a.a0 + dj) | (lds_u16(a.a1 + dj) << 16);
+    const unsigned b1 = lds_u16(a.a2 + dj) | (lds_u16(a.a3 + dj) << 16);
     mma_16816(acc, k.a, b0, b1);
 }
-__device__ __forceinline__ void kstep_mma(float (&acc)[4], const KStep& k, unsigned bj, const float*) {
-    const unsigned b0 = to_tf32(lds_u32(bj + (k.o01 & 0xffffu)));
-    const unsigned b1 = to_tf32(lds_u32(bj + (k.o01 >> 16)));
+__device__ __forceinline__ void kstep_mma(float (&acc)[4], const KStep& k, const KAddr& a, unsigned dj,
+                                          const float*) {
+    const unsigned b0 = to_tf32(lds_u32(a.a0 + dj));
+    const unsigned b1 = to_tf32(lds_u32(a.a1 + dj));
     mma_1688_tf32(acc, k.a, b0, b1);
 }
 
+/* Byte distance of n-tile j's lane pixel from n-tile 0's in a staged chunk of row pitch FP (stride 1): n-tiles are
+ * 8 consecutive pixels of one tile row, and a warp's first n-tile starts a row (static_assert in the kernel). */
+template <typename T, int TW, int FP>
+__device__ __forceinline__ unsigned ntile_delta(int j) {
+    return (unsigned)((((j * 8) / TW) * FP + (j * 8) % TW) * (int)sizeof(T));
+}
+
+/* Row pitch (elements) of the compiled fast path of a tensor-core tile: the staged pitch of 3x3 pad-1 stride-1
+ * layers (lead + tile + halo rounded to the layout's 4- or 8-element units, build_mma_layout). */
+template <typename T, int TW>
+struct MmaFixedPitch {
+    static const int value = TW == 8 ? 16 : (sizeof(T) == 2 ? (TW == 16 ? 32 : 48) : (TW == 16 ? 24 : 40));
+};
+
 }  // namespace mma_detail
 
-template <typename T, int TH, int TW, int WG, int WP, int WS, int NT, int CL>
+/* FP: compile-time row pitch of the staged chunk (0: runtime q.pitch; > 0 only with stride 1 both ways and
+ * q.pitch == FP: every n-tile's gather address is n-tile 0's plus an immediate). */
+template <typename T, int TH, int TW, int WG, int WP, int WS, int NT, int CL, int FP>
 __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, const TSC_GRID_CONST TmaDesc tmap) {
     static_assert(WG * WP * WS == 8, "8 warps per block");
     static_assert(WP * NT * 8 == TH * TW && TW % 8 == 0, "n-tiles cover the tile");
+    static_assert(WP == 1 || (NT * 8) % TW == 0, "a warp's first n-tile starts a tile row (ntile_delta)");
     using namespace smem_detail;
     constexpr int KW = mma_detail::KWords<T>::value;
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -185,7 +220,8 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
         const int pi = (wp * NT + j) * 8 + gid;
-        pb[j] = (((pi / TW) * q.sh) * q.pitch + (pi % TW) * q.sw + q.lead) * (int)sizeof(T);
+        pb[j] = (((pi / TW) * (FP ? 1 : q.sh)) * (FP ? FP : q.pitch) + (pi % TW) * (FP ? 1 : q.sw) + q.lead) *
+                (int)sizeof(T);
     }
     const int dch = q.dense_chunks; /* > 0: chunk lists are implicit (no dependent index loads) */
     int cs0 = dch > 0 ? bg * dch : __ldg(q.gch_off + bg);
@@ -295,8 +331,18 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
                 mma_detail::load_kstep<T>(ap, op, &nx);
                 ap += 32;
                 op += KW;
+                if (FP > 0) { /* one address per position; the n-tiles at immediate offsets */
+                    const mma_detail::KAddr ka = mma_detail::kaddr(cur, bj[0]);
 #pragma unroll
-                for (int j = 0; j < NT; ++j) mma_detail::kstep_mma(acc[j], cur, bj[j], static_cast<const T*>(nullptr));
+                    for (int j = 0; j < NT; ++j)
+                        mma_detail::kstep_mma(acc[j], cur, ka, mma_detail::ntile_delta<T, TW, FP>(j),
+                                              static_cast<const T*>(nullptr));
+                } else {
+#pragma unroll
+                    for (int j = 0; j < NT; ++j)
+                        mma_detail::kstep_mma(acc[j], cur, mma_detail::kaddr(cur, bj[j]), 0u,
+                                              static_cast<const T*>(nullptr));
+                }
             }
         }
         __syncthreads(); /* every warp is done with the staged input (buffers are reused below / next n) */
@@ -357,6 +403,13 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
     }
 }
 
+template <typename T, int TH, int TW, int WG, int WP, int WS, int NT, int CL, int FP>
+cudaError_t launch_mma_one(const MmaParams& p, const TmaDesc& tm, size_t smem, dim3 grid, cudaStream_t s) {
+    if (CL > 1) return launch_cluster(mma_kernel<T, TH, TW, WG, WP, WS, NT, CL, FP>, CL, smem, grid, s, p, tm);
+    mma_kernel<T, TH, TW, WG, WP, WS, NT, CL, FP><<<grid, 256, smem, s>>>(p, tm);
+    return cudaGetLastError();
+}
+
 template <typename T, int TH, int TW, int WG, int WP, int WS, int NT, int CL>
 cudaError_t launch_mma_cfg(const MmaParams& p, const TmaDesc* tmap, size_t smem, cudaStream_t s) {
     if (p.s.cl != CL || (p.s.tma && !tmap)) return cudaErrorInvalidValue;
@@ -365,9 +418,10 @@ cudaError_t launch_mma_cfg(const MmaParams& p, const TmaDesc* tmap, size_t smem,
     else for (int i = 0; i < 16; ++i) tm.opaque[i] = 0ull;
     dim3 grid((unsigned)(p.s.tiles_h * p.s.tiles_w * CL), (unsigned)p.s.groups,
               (unsigned)(p.s.N < 65535 ? p.s.N : 65535));
-    if (CL > 1) return launch_cluster(mma_kernel<T, TH, TW, WG, WP, WS, NT, CL>, CL, smem, grid, s, p, tm);
-    mma_kernel<T, TH, TW, WG, WP, WS, NT, CL><<<grid, 256, smem, s>>>(p, tm);
-    return cudaGetLastError();
+    constexpr int FP = mma_detail::MmaFixedPitch<T, TW>::value;
+    if (p.s.sw == 1 && p.s.sh == 1 && p.s.pitch == FP && !p.s.no_fixed_pitch)
+        return launch_mma_one<T, TH, TW, WG, WP, WS, NT, CL, FP>(p, tm, smem, grid, s);
+    return launch_mma_one<T, TH, TW, WG, WP, WS, NT, CL, 0>(p, tm, smem, grid, s);
 }
 
 }  // namespace tsc

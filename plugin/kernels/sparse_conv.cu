@@ -133,6 +133,8 @@ struct tsc_plan {
                               * TRT_SPARSE_MMA_SORTED=1 at plan creation) */
     bool mma_align8 = false; /* fp16 8-wide tensor-core tiles in 16-byte (TMA-able) units too (A/B switch:
                               * TRT_SPARSE_MMA_ALIGN8=1 at plan creation) */
+    bool mma_no_fp = false;  /* tensor-core launches never take the compiled-pitch kernels (A/B switch:
+                              * TRT_SPARSE_MMA_NO_FP=1 at plan creation) */
     mutable std::mutex mu;  /* tuned */
     mutable std::mutex bmu; /* layout build / free */
     std::vector<Tuned> tuned;
@@ -502,6 +504,7 @@ bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int n
     if (ns < 1 || ns > 8 || (ns & (ns - 1)) || cl < 1 || (cl & (cl - 1))) return false; /* kernels shift by them */
     if (tiles * cl >= (1LL << 31) || (long long)H * W >= (1LL << 31) || (long long)P * Q >= (1LL << 31)) return false;
     const int es = p->dtype == TSC_FLOAT16 ? 2 : 4;
+    *sp = tsc::SmemParams();
     sp->x = x;
     sp->y = y;
     sp->entries = L.entries;
@@ -918,6 +921,7 @@ bool mma_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P,
     const tsc::MmaCfgInfo cfg = tsc::mma_cfg_info(v.cfg);
     if (cfg.cl > 1 && !p->clusters) return false;
     if (!staged_params(p, M.s, cfg.th, cfg.tw, 1, cfg.cl, N, H, W, P, Q, x, y, &mp->s)) return false;
+    mp->s.no_fixed_pitch = p->mma_no_fp ? 1 : 0;
     mp->afrag = M.afrag;
     mp->koff = M.koff;
     mp->kseg = M.s.seg;
@@ -1457,6 +1461,7 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         p->tma = p->clusters && tma_available(); /* see encode_input_map */
         p->mma_sorted = env_flag("TRT_SPARSE_MMA_SORTED");
         p->mma_align8 = env_flag("TRT_SPARSE_MMA_ALIGN8");
+        p->mma_no_fp = env_flag("TRT_SPARSE_MMA_NO_FP");
     }
     int optin = 48 * 1024;
     if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess || optin < 48 * 1024)

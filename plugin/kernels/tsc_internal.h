@@ -113,6 +113,8 @@ struct SmemParams {
                              * (cc threads per pixel, 256 / cc pixels per pass = nh_ps_r rows + nh_ps_c columns of
                              * the st_nv staged columns); cstride is odd there, so the channels' rows hit distinct
                              * banks */
+    int no_fixed_pitch;     /* mma kernel: 1 = never the compiled-pitch instantiation (A/B switch, plan creation with
+                             * TRT_SPARSE_MMA_NO_FP=1) */
 };
 
 /* Tensor-map descriptor of the input (CUtensorMap bits, encoded on the host by cuTensorMapEncodeTiled) passed to
