@@ -89,16 +89,6 @@ __device__ __forceinline__ int out_channel(const MmaParams& p, int bg, int wg, i
     return bg * p.cpb + wg * 16 + (ln >> 2) + ((r & 2) ? 8 : 0);
 }
 
-/* Store output channel k, tile pixel pi (< TH * TW) of image yn with its bias and the activation. */
-template <int TW, typename T>
-__device__ __forceinline__ void store_out(const SmemParams& q, T* yn, int k, int pi, int oy0, int ox0, float v,
-                                          float bias) {
-    const int oy = oy0 + pi / TW, ox = ox0 + pi % TW;
-    if (k >= q.K || oy >= q.P || ox >= q.Q) return;
-    smem_detail::st_out(yn + smem_detail::out_off(q, k, oy, ox),
-                        smem_detail::act_f(v + bias, q.act, q.clip_min, q.clip_max));
-}
-
 /* Two adjacent outputs (v0 at element dst, v1 at dst + 1) in one 8-byte (fp32) / 4-byte (fp16) store. */
 __device__ __forceinline__ void st_out2(float* dst, float v0, float v1) {
     *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
@@ -361,35 +351,42 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
 #pragma unroll
             for (int r = 0; r < 4; ++r) red[((warp * NT + j) * 4 + r) * 32 + lane] = acc[j][r];
         constexpr int OUTS = WG * WP * NT * 4 * 32; /* per slot (wg, wp): NT n-tiles x 4 registers x 32 lanes */
-        static_assert(OUTS % 256 == 0, "whole passes of the block over the outputs");
+        constexpr int PAIRS = OUTS / 2;              /* register pairs (r, r + 1): two adjacent pixels, one channel */
+        static_assert(PAIRS % 256 == 0, "whole passes of the block over the output pairs");
         if (cl == 1) {
             __syncthreads();
-            /* pass it: output o = tid + 256 it, so lane and register are fixed per thread and the rest is
+            /* pass it: pair o = tid + 256 it, so lane and register pair are fixed per thread and the rest is
              * compile-time arithmetic */
             const unsigned t = threadIdx.x;
-            const int ln = (int)(t & 31u), r = (int)((t >> 5) & 3u);
+            const int ln = (int)(t & 31u), r = 2 * (int)((t >> 5) & 1u);
 #pragma unroll
-            for (int it = 0; it < OUTS / 256; ++it) {
-                const unsigned jt = (t >> 7) + 2u * it; /* slot * NT + j */
+            for (int it = 0; it < PAIRS / 256; ++it) {
+                const unsigned jt = (t >> 6) + 4u * it; /* slot * NT + j */
                 const int j = (int)(jt % NT), slot = (int)(jt / NT);
-                float s = 0.0f;
+                float s0 = 0.0f, s1 = 0.0f;
 #pragma unroll
-                for (int sp = 0; sp < WS; ++sp) s += red[(((slot * WS + sp) * NT + j) * 4 + r) * 32 + ln];
+                for (int sp = 0; sp < WS; ++sp) {
+                    const float* src = red + (((slot * WS + sp) * NT + j) * 4 + r) * 32 + ln;
+                    s0 += src[0];
+                    s1 += src[32];
+                }
                 const int k = mma_detail::out_channel(p, bg, slot / WP, r, ln);
-                mma_detail::store_out<TW>(q, yn, k, mma_detail::acc_pixel<NT>(slot % WP, j, r, ln), oy0, ox0, s,
-                                          k < q.K ? __ldg(q.bias + k) : 0.0f);
+                mma_detail::store_out_pair<TW>(q, yn, k, mma_detail::acc_pixel<NT>(slot % WP, j, r, ln), oy0, ox0, s0,
+                                               s1, k < q.K ? __ldg(q.bias + k) : 0.0f);
             }
         }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
         if (cl > 1) {
             cluster_sync(); /* every block's partial sums are in its shared memory */
-            const int o0 = (OUTS * rank) / cl, o1 = (OUTS * (rank + 1)) / cl;
+            const int o0 = (PAIRS * rank) / cl, o1 = (PAIRS * (rank + 1)) / cl;
             for (int o = o0 + (int)threadIdx.x; o < o1; o += 256) {
-                const int ln = o & 31, r = (o >> 5) & 3, j = (o >> 7) % NT, slot = (o >> 7) / NT;
-                const float s = sum_peers(red + (((slot * WS) * NT + j) * 4 + r) * 32 + ln, cl, WS, NT * 4 * 32);
+                const int ln = o & 31, r = 2 * ((o >> 5) & 1), j = (o >> 6) % NT, slot = (o >> 6) / NT;
+                const float* src = red + (((slot * WS) * NT + j) * 4 + r) * 32 + ln;
+                const float s0 = sum_peers(src, cl, WS, NT * 4 * 32);
+                const float s1 = sum_peers(src + 32, cl, WS, NT * 4 * 32);
                 const int k = mma_detail::out_channel(p, bg, slot / WP, r, ln);
-                mma_detail::store_out<TW>(q, yn, k, mma_detail::acc_pixel<NT>(slot % WP, j, r, ln), oy0, ox0, s,
-                                          k < q.K ? __ldg(q.bias + k) : 0.0f);
+                mma_detail::store_out_pair<TW>(q, yn, k, mma_detail::acc_pixel<NT>(slot % WP, j, r, ln), oy0, ox0, s0,
+                                               s1, k < q.K ? __ldg(q.bias + k) : 0.0f);
             }
         }
 #endif
