@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call for the kernel work: build (sm_90), GPU tests, compute-sanitizer, benchmark.
-#   [DEADLINE=S] bash tools/device_kernels.sh [build] [test] [sanitize] [sanitize-quick] [plan-memory] [bench-quick]
+#   [DEADLINE=S] bash tools/device_kernels.sh [build] [test] [sanitize] [sanitize-quick] [racecheck-quick] [plan-memory] [bench-quick]
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
 #                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma] [ab-mma] [ab-small]
 #                                             [probe] [variants-reuse] [ab-layout] [ab-order] [ab-align8] [ab-fp]
@@ -55,6 +55,13 @@ if has sanitize-quick && fits 40; then
     -k "(test_every_variant_matches_reference and (basic or 1x1)) or (test_nhwc_matches_reference and (basic or stride2 or odd_sizes)) or test_plan_memory_is_lazy or test_choice_roundtrip" \
     >"$OUT/sanitize_quick.log" 2>&1
   rc=$?; say "memcheck rc=$rc"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitize_quick.log" | tail -3
+  [ $rc -eq 0 ] || status=1
+fi
+if has racecheck-quick && fits 60; then
+  say "compute-sanitizer racecheck (small subset: every variant of three cases, incl. cluster configs)"
+  compute-sanitizer --tool racecheck --error-exitcode 99 python3 -m pytest -q -m gpu tests/test_kernels_gpu.py \
+    -k "test_every_variant_matches_reference and (basic or c_many or resnet_like_7)" >"$OUT/racecheck_quick.log" 2>&1
+  rc=$?; say "racecheck rc=$rc"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/racecheck_quick.log" | tail -3
   [ $rc -eq 0 ] || status=1
 fi
 if has plan-memory && fits 40; then
