@@ -6,6 +6,10 @@
 #                                             [probe] [variants-reuse] [ab-layout] [ab-order] [ab-align8] [ab-fp]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
+# Stages run in this file's order (build, test, sanitizers, ..., bench-full, the A/B stages, ...), not in the order
+# given: with a tight DEADLINE the later ones are the ones skipped.
+# TRT_SPARSE_COMMIT=<hash> names the commit in the JSON results: pass the checkout's hash literally (the device's
+# copy of the working tree may carry an older git HEAD than the files it runs).
 # Logs and JSON go to $OUT (default ./device_out); a short table is printed last.
 set -u
 OUT=${OUT:-$PWD/device_out}
