@@ -3,7 +3,7 @@
 #   [DEADLINE=S] bash tools/device_kernels.sh [build] [test] [sanitize] [sanitize-quick] [racecheck-quick] [plan-memory] [bench-quick]
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
 #                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma] [ab-mma] [ab-small]
-#                                             [probe] [variants-reuse] [ab-layout] [ab-order] [ab-align8] [ab-fp]
+#                                             [probe] [probe-mma] [variants-reuse] [ab-layout] [ab-order] [ab-align8] [ab-fp]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Stages run in this file's order (build, test, sanitizers, ..., bench-full, the A/B stages, ...), not in the order
@@ -174,6 +174,12 @@ if has ab-small && fits 60; then
     --only resnet50_3x3s2_c256_h28 resnet50_3x3_c128_h28 resnet50_1x1_c512_k128_h28 resnet50_3x3s2_c128_h56 \
     resnet50_3x3_c64_h56 resnet50_3x3s2_c512_h14 vgg16_3x3_c512_k512_h14 --json "$OUT/ab_small.json" >"$OUT/ab_small.log" 2>&1 || status=1
   tail -3 "$OUT/ab_small.log"
+fi
+if has probe-mma && fits 40; then
+  say "tensor-core operand probe: A=weights (union of 16 channels, gathered B) vs B=weights (union of 8, ldmatrix A)"
+  nvcc -O3 -std=c++17 -arch=sm_90 bench/probes/mma_operand_probe.cu -o "$OUT/mma_probe" 2>"$OUT/mma_probe_build.log" &&
+    timeout 60 "$OUT/mma_probe" --json "$OUT/mma_probe.json" | tee "$OUT/mma_probe.txt" || status=1
+  rm -f "$OUT/mma_probe"
 fi
 if has probe && fits 60; then
   say "reuse dispatch probe (brx.idx vs bit masks vs per-FMA LDS, no staging; bench/probes)"
