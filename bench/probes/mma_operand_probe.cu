@@ -13,7 +13,7 @@
  * Both compute the same K x 8 x 8 outputs; block 0's results are checked against a CPU reference. Prints useful
  * throughput (2 flop per nonzero x pixel) per mode and sparsity, the union fractions, and the k-step counts.
  * Build: nvcc -O3 -std=c++17 -arch=sm_90 bench/probes/mma_operand_probe.cu -o /tmp/mma_probe   (sm_80+)
- * Run:   /tmp/mma_probe [--json FILE]
+ * Run:   /tmp/mma_probe [--json FILE]   (--emulate: one block on the CPU, checks the layouts; no GPU needed)
  */
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -192,6 +192,53 @@ static std::vector<int> bank_groups(const std::vector<int>& offs, int gs, const 
     return order;
 }
 
+/* ---- CPU emulation of one block (--emulate: checks the layouts and fragment mappings without a GPU) ---- */
+static float h2f(uint16_t u) {
+    __half h;
+    std::memcpy(&h, &u, 2);
+    return __half2float(h);
+}
+/* m16n8k16 with the PTX fragment layouts: lane (g, t) holds A (g, 2t..), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..),
+ * B (2t.., g), (2t+8.., g), C (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1). */
+static void emu_mma(float (&c)[32][4], const uint32_t (&a)[32][4], const uint32_t (&b)[32][2]) {
+    float A[16][16], B[16][8];
+    for (int ln = 0; ln < 32; ++ln) {
+        const int g = ln >> 2, t = ln & 3;
+        for (int r = 0; r < 4; ++r) {
+            const int m = g + ((r & 1) ? 8 : 0), k = 2 * t + ((r & 2) ? 8 : 0);
+            A[m][k] = h2f((uint16_t)(a[ln][r] & 0xffffu));
+            A[m][k + 1] = h2f((uint16_t)(a[ln][r] >> 16));
+        }
+        for (int r = 0; r < 2; ++r) {
+            const int k = 2 * t + 8 * r;
+            B[k][g] = h2f((uint16_t)(b[ln][r] & 0xffffu));
+            B[k + 1][g] = h2f((uint16_t)(b[ln][r] >> 16));
+        }
+    }
+    for (int ln = 0; ln < 32; ++ln) {
+        const int g = ln >> 2, t = ln & 3;
+        for (int r = 0; r < 4; ++r) {
+            const int m = g + ((r & 2) ? 8 : 0), n = 2 * t + (r & 1);
+            float acc = 0.0f;
+            for (int k = 0; k < 16; ++k) acc += A[m][k] * B[k][n];
+            c[ln][r] += acc;
+        }
+    }
+}
+static uint16_t emu_lds16(const std::vector<uint16_t>& sm, unsigned byte) { return sm.at(byte / 2); }
+/* ldmatrix.x4.trans: lane i gives the row address of matrix i / 8, row i % 8 (8 halves); lane T receives, per
+ * matrix j, rows 2 (T % 4) and 2 (T % 4) + 1 of column T / 4. */
+static void emu_ldsm_x4_trans(const std::vector<uint16_t>& sm, const unsigned (&addr)[32], uint32_t (&d)[32][4]) {
+    for (int T = 0; T < 32; ++T)
+        for (int j = 0; j < 4; ++j) {
+            const unsigned r0 = addr[8 * j + 2 * (T & 3)], r1 = addr[8 * j + 2 * (T & 3) + 1];
+            d[T][j] = emu_lds16(sm, r0 + 2 * (T >> 2)) | ((uint32_t)emu_lds16(sm, r1 + 2 * (T >> 2)) << 16);
+        }
+}
+
+static bool g_emulate = false; /* --emulate: CPU check of the layouts, no device */
+static unsigned roffB_at(const std::vector<uint32_t>& roff, int ks, int lrow) { return roff[(size_t)ks * 16 + lrow]; }
+
 struct Result {
     double sparsity, union16, union8, tflops_a, tflops_b, err_a, err_b;
     long long ks_a, ks_b, nnz;
@@ -309,6 +356,77 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
     roff.resize(roff.size() + 16, 0u);
     res.union8 = usum8 / (K / 8);
     res.ks_b = ksegB.back();
+    if (g_emulate) { /* block 0, one repetition, on the CPU */
+        std::vector<uint16_t> xu(xh.size());
+        std::memcpy(xu.data(), xh.data(), xh.size() * 2);
+        std::vector<float> outA((size_t)K * 64, NAN), outB((size_t)K * 64, NAN);
+        std::vector<uint16_t> smA((size_t)CC * CSA), smB((size_t)CC * CSB);
+        for (int i = 0; i < CC * CSA; ++i) {
+            const int c = i / CSA, y = (i % CSA) / PA, xx = i % PA;
+            smA[i] = xx < IW ? xu[(c * IH + y) * IW + xx] : 0;
+        }
+        for (int i = 0; i < CC * CSB; ++i) {
+            const int c = i / CSB, sh = (i % CSB) / (IH * 8), y = (i % (IH * 8)) / 8, px = i % 8;
+            smB[i] = xu[(c * IH + y) * IW + px + sh];
+        }
+        for (int warp = 0; warp < 8; ++warp) {
+            float acc[4][32][4] = {};
+            const int grp = warp >> 1, row0 = (warp & 1) * 4;
+            for (int ks = ksegA[grp]; ks < ksegA[grp + 1]; ++ks)
+                for (int j = 0; j < 4; ++j) {
+                    uint32_t a[32][4], b[32][2];
+                    for (int ln = 0; ln < 32; ++ln) {
+                        const int gid = ln >> 2, tig = ln & 3;
+                        for (int r = 0; r < 4; ++r) a[ln][r] = afrag[((size_t)ks * 32 + ln) * 4 + r];
+                        const unsigned base = (unsigned)(((row0 + j) * PA + gid) * 2);
+                        const uint32_t o01 = koffA[ks * 8 + tig], o23 = koffA[ks * 8 + tig + 4];
+                        b[ln][0] = emu_lds16(smA, base + (o01 & 0xffffu)) | ((uint32_t)emu_lds16(smA, base + (o01 >> 16)) << 16);
+                        b[ln][1] = emu_lds16(smA, base + (o23 & 0xffffu)) | ((uint32_t)emu_lds16(smA, base + (o23 >> 16)) << 16);
+                    }
+                    emu_mma(acc[j], a, b);
+                }
+            for (int j = 0; j < 4; ++j)
+                for (int ln = 0; ln < 32; ++ln)
+                    for (int r = 0; r < 4; ++r) {
+                        const int k = grp * 16 + (ln >> 2) + ((r & 2) ? 8 : 0), px = 2 * (ln & 3) + (r & 1);
+                        outA[(k * 8 + row0 + j) * 8 + px] = acc[j][ln][r];
+                    }
+        }
+        for (int warp = 0; warp < 8; ++warp) {
+            float acc[4][32][4] = {};
+            const int grp = warp;
+            for (int ks = ksegB[grp]; ks < ksegB[grp + 1]; ++ks)
+                for (int mt = 0; mt < 4; ++mt) {
+                    uint32_t a[32][4], b[32][2];
+                    unsigned addr[32];
+                    for (int ln = 0; ln < 32; ++ln) {
+                        const int lrow = ((ln >> 4) << 3) + (ln & 7);
+                        addr[ln] = roffB_at(roff, ks, lrow) + (unsigned)(((ln >> 3) & 1) * 16 + mt * 32);
+                        b[ln][0] = bfrag[((size_t)ks * 32 + ln) * 2];
+                        b[ln][1] = bfrag[((size_t)ks * 32 + ln) * 2 + 1];
+                    }
+                    emu_ldsm_x4_trans(smB, addr, a);
+                    emu_mma(acc[mt], a, b);
+                }
+            for (int mt = 0; mt < 4; ++mt)
+                for (int ln = 0; ln < 32; ++ln)
+                    for (int r = 0; r < 4; ++r) {
+                        const int m = (ln >> 2) + ((r & 2) ? 8 : 0), k = grp * 8 + 2 * (ln & 3) + (r & 1);
+                        outB[(k * 8 + 2 * mt + (m >> 3)) * 8 + (m & 7)] = acc[mt][ln][r];
+                    }
+        }
+        for (int mode = 0; mode < 2; ++mode) {
+            const std::vector<float>& o = mode ? outB : outA;
+            double num = 0, den = 0;
+            for (size_t i = 0; i < o.size(); ++i) {
+                const double d = std::isfinite(o[i]) ? o[i] - ref[i] / reps : 1e30;
+                num += d * d;
+                den += ref[i] / reps * ref[i] / reps;
+            }
+            (mode ? res.err_b : res.err_a) = std::sqrt(num / std::max(den, 1e-30));
+        }
+        return res;
+    }
 
     __half* dx;
     uint4* dA;
@@ -379,9 +497,13 @@ int main(int argc, char** argv) {
     const char* json = nullptr;
     for (int i = 1; i + 1 < argc; ++i)
         if (!std::strcmp(argv[i], "--json")) json = argv[i + 1];
-    int dev = 0, sms = 0;
-    CK(cudaGetDevice(&dev));
-    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    for (int i = 1; i < argc; ++i)
+        if (!std::strcmp(argv[i], "--emulate")) g_emulate = true;
+    int dev = 0, sms = 1;
+    if (!g_emulate) {
+        CK(cudaGetDevice(&dev));
+        CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    }
     const int blocks = sms * 8, reps = 64;
     std::vector<Result> rs;
     std::printf("sparsity union16 union8 ksteps_A ksteps_B  A=weights TFLOP/s (err)  B=weights TFLOP/s (err)  B/A\n");
@@ -390,8 +512,12 @@ int main(int argc, char** argv) {
         Result r = run(sp, reps, blocks, 1234u + (unsigned)(sp * 1000));
         rs.push_back(r);
         bad += !(r.err_a < 2e-3 && r.err_b < 2e-3);
-        std::printf("%7.2f %7.3f %6.3f %8lld %8lld  %10.2f (%.1e)  %18.2f (%.1e)  %.2fx\n", r.sparsity, r.union16,
-                    r.union8, r.ks_a, r.ks_b, r.tflops_a, r.err_a, r.tflops_b, r.err_b, r.tflops_b / r.tflops_a);
+        if (g_emulate)
+            std::printf("%7.2f %7.3f %6.3f %8lld %8lld  emulated (%.1e)  emulated (%.1e)\n", r.sparsity, r.union16,
+                        r.union8, r.ks_a, r.ks_b, r.err_a, r.err_b);
+        else
+            std::printf("%7.2f %7.3f %6.3f %8lld %8lld  %10.2f (%.1e)  %18.2f (%.1e)  %.2fx\n", r.sparsity, r.union16,
+                        r.union8, r.ks_a, r.ks_b, r.tflops_a, r.err_a, r.tflops_b, r.err_b, r.tflops_b / r.tflops_a);
     }
     if (json) {
         FILE* f = std::fopen(json, "w");
