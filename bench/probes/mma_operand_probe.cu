@@ -40,7 +40,9 @@ static const int K = 64;                  /* output channels */
 static const int IH = 10, IW = 10;        /* staged rows / columns (8 x 8 outputs, 3x3, pad folded in) */
 static const int PA = 16;                 /* mode 0 row pitch (halves) */
 static const int CSA = IH * PA;           /* mode 0 channel stride (halves) */
-static const int CSB = 3 * IH * 8;        /* mode 1 channel stride: 3 shifted copies x 10 rows x 8 halves */
+static const int PLB = IH + 1;            /* mode 1 rows per (channel, copy) plane: one spare row makes the plane stride
+                                         * an odd number of 16-byte units, so rows of all 8 bank groups stay plentiful */
+static const int CSB = 3 * PLB * 8;       /* mode 1 channel stride: 3 shifted copies x PLB rows x 8 halves */
 
 __device__ __forceinline__ unsigned lds_u16(unsigned a) {
     unsigned short v;
@@ -110,8 +112,8 @@ __global__ void __launch_bounds__(256) probe_b(const __half* __restrict__ x, con
                                                int reps, float* __restrict__ out) {
     __shared__ __align__(16) __half tile[CC * CSB];
     for (int i = threadIdx.x; i < CC * CSB; i += 256) { /* copy s of row y: input columns s .. s + 7 */
-        const int c = i / CSB, s = (i % CSB) / (IH * 8), y = (i % (IH * 8)) / 8, px = i % 8;
-        tile[i] = x[(c * IH + y) * IW + px + s];
+        const int c = i / CSB, s = (i % CSB) / (PLB * 8), y = (i % (PLB * 8)) / 8, px = i % 8;
+        tile[i] = y < IH ? x[(c * IH + y) * IW + px + s] : __float2half(0.0f);
     }
     __syncthreads();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
@@ -225,6 +227,18 @@ static void emu_mma(float (&c)[32][4], const uint32_t (&a)[32][4], const uint32_
         }
     }
 }
+/* Shared-memory wavefronts of one warp request: the most distinct 4-byte words any bank serves. */
+static int wavefronts(const std::vector<unsigned>& bytes) {
+    std::vector<std::vector<unsigned> > bank(32);
+    for (unsigned b : bytes) {
+        const unsigned w = b / 4;
+        std::vector<unsigned>& v = bank[w & 31];
+        if (std::find(v.begin(), v.end(), w) == v.end()) v.push_back(w);
+    }
+    size_t m = 1;
+    for (auto& v : bank) m = std::max(m, v.size());
+    return (int)m;
+}
 static uint16_t emu_lds16(const std::vector<uint16_t>& sm, unsigned byte) { return sm.at(byte / 2); }
 /* ldmatrix.x4.trans: lane i gives the row address of matrix i / 8, row i % 8 (8 halves); lane T receives, per
  * matrix j, rows 2 (T % 4) and 2 (T % 4) + 1 of column T / 4. */
@@ -240,7 +254,7 @@ static bool g_emulate = false; /* --emulate: CPU check of the layouts, no device
 static unsigned roffB_at(const std::vector<uint32_t>& roff, int ks, int lrow) { return roff[(size_t)ks * 16 + lrow]; }
 
 struct Result {
-    double sparsity, union16, union8, tflops_a, tflops_b, err_a, err_b;
+    double sparsity, union16, union8, tflops_a, tflops_b, err_a, err_b, wf_a, wf_b; /* wf: wavefronts per request */
     long long ks_a, ks_b, nnz;
 };
 
@@ -325,9 +339,9 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
         for (int p = 0; p < CC * 9; ++p) {
             bool any = false;
             for (int i = 0; i < 8; ++i) any |= w[(size_t)(g * 8 + i) * CC * 9 + p] != 0.0f;
-            if (any) { /* row start of (c, s) copy, row r: ((c * 3 + s) * IH + r) * 8 halves */
+            if (any) { /* row start of (c, s) copy, row r: ((c * 3 + s) * PLB + r) * 8 halves */
                 pos.push_back(p);
-                offs.push_back((((p / 9) * 3 + p % 3) * IH + (p % 9) / 3) * 16);
+                offs.push_back((((p / 9) * 3 + p % 3) * PLB + (p % 9) / 3) * 16);
             }
         }
         usum8 += (double)pos.size() / (CC * 9);
@@ -361,13 +375,14 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
         std::memcpy(xu.data(), xh.data(), xh.size() * 2);
         std::vector<float> outA((size_t)K * 64, NAN), outB((size_t)K * 64, NAN);
         std::vector<uint16_t> smA((size_t)CC * CSA), smB((size_t)CC * CSB);
+        double wf_sum[2] = {0, 0}, wf_n[2] = {0, 0};
         for (int i = 0; i < CC * CSA; ++i) {
             const int c = i / CSA, y = (i % CSA) / PA, xx = i % PA;
             smA[i] = xx < IW ? xu[(c * IH + y) * IW + xx] : 0;
         }
         for (int i = 0; i < CC * CSB; ++i) {
-            const int c = i / CSB, sh = (i % CSB) / (IH * 8), y = (i % (IH * 8)) / 8, px = i % 8;
-            smB[i] = xu[(c * IH + y) * IW + px + sh];
+            const int c = i / CSB, sh = (i % CSB) / (PLB * 8), y = (i % (PLB * 8)) / 8, px = i % 8;
+            smB[i] = y < IH ? xu[(c * IH + y) * IW + px + sh] : 0;
         }
         for (int warp = 0; warp < 8; ++warp) {
             float acc[4][32][4] = {};
@@ -382,6 +397,15 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
                         const uint32_t o01 = koffA[ks * 8 + tig], o23 = koffA[ks * 8 + tig + 4];
                         b[ln][0] = emu_lds16(smA, base + (o01 & 0xffffu)) | ((uint32_t)emu_lds16(smA, base + (o01 >> 16)) << 16);
                         b[ln][1] = emu_lds16(smA, base + (o23 & 0xffffu)) | ((uint32_t)emu_lds16(smA, base + (o23 >> 16)) << 16);
+                    }
+                    for (int q = 0; q < 4; ++q) { /* the four LDS.U16 of the n-tile */
+                        std::vector<unsigned> req;
+                        for (int ln = 0; ln < 32; ++ln) {
+                            const uint32_t o = koffA[ks * 8 + (ln & 3) + (q >> 1) * 4];
+                            req.push_back((unsigned)((((row0 + j) * PA + (ln >> 2)) * 2) + ((q & 1) ? (o >> 16) : (o & 0xffffu))));
+                        }
+                        wf_sum[0] += wavefronts(req);
+                        ++wf_n[0];
                     }
                     emu_mma(acc[j], a, b);
                 }
@@ -405,6 +429,13 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
                         b[ln][0] = bfrag[((size_t)ks * 32 + ln) * 2];
                         b[ln][1] = bfrag[((size_t)ks * 32 + ln) * 2 + 1];
                     }
+                    for (int jm = 0; jm < 4; ++jm) { /* one request per 8x8 matrix: 8 rows of 16 bytes */
+                        std::vector<unsigned> req;
+                        for (int rr = 0; rr < 8; ++rr)
+                            for (int bb = 0; bb < 16; bb += 4) req.push_back(addr[8 * jm + rr] + bb);
+                        wf_sum[1] += wavefronts(req);
+                        ++wf_n[1];
+                    }
                     emu_ldsm_x4_trans(smB, addr, a);
                     emu_mma(acc[mt], a, b);
                 }
@@ -425,6 +456,8 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
             }
             (mode ? res.err_b : res.err_a) = std::sqrt(num / std::max(den, 1e-30));
         }
+        res.wf_a = wf_sum[0] / std::max(wf_n[0], 1.0);
+        res.wf_b = wf_sum[1] / std::max(wf_n[1], 1.0);
         return res;
     }
 
@@ -513,8 +546,9 @@ int main(int argc, char** argv) {
         rs.push_back(r);
         bad += !(r.err_a < 2e-3 && r.err_b < 2e-3);
         if (g_emulate)
-            std::printf("%7.2f %7.3f %6.3f %8lld %8lld  emulated (%.1e)  emulated (%.1e)\n", r.sparsity, r.union16,
-                        r.union8, r.ks_a, r.ks_b, r.err_a, r.err_b);
+            std::printf("%7.2f %7.3f %6.3f %8lld %8lld  emulated (%.1e), %.2f wavefronts / LDS   emulated (%.1e), %.2f "
+                        "wavefronts / matrix\n", r.sparsity, r.union16, r.union8, r.ks_a, r.ks_b, r.err_a, r.wf_a, r.err_b,
+                        r.wf_b);
         else
             std::printf("%7.2f %7.3f %6.3f %8lld %8lld  %10.2f (%.1e)  %18.2f (%.1e)  %.2fx\n", r.sparsity, r.union16,
                         r.union8, r.ks_a, r.ks_b, r.tflops_a, r.err_a, r.tflops_b, r.err_b, r.tflops_b / r.tflops_a);
