@@ -135,38 +135,34 @@ if has bench-full && fits 110; then
   python3 -m trt_sparse bench-kernels --layers bench/layers.json --batch 1 8 --sparsity 0.9 0.95 \
     --dtype fp32 fp16 --json "$OUT/bench_full.json" --plot "$OUT/bench_full.png" 2>"$OUT/bench_full.err" || status=1
 fi
+S1_LAYERS() { python3 -c "import json;print(' '.join(l['name'] for l in json.load(open('bench/layers.json'))['layers'] if l['kernel']==3 and l['stride']==1))"; }
 if has ab-tma && fits 90; then
   say "A/B in one process: smem variants staged by TMA (A) vs cp.async (B: TRT_SPARSE_NO_TMA=1)"
   timeout 300 python3 bench/env_ab.py --env TRT_SPARSE_NO_TMA=1 --batch 1 8 --sparsity 0.9 --dtype fp32 \
-    --only $(python3 -c "import json;print(' '.join(l['name'] for l in json.load(open('bench/layers.json'))['layers'] if l['kernel']==3 and l['stride']==1))") \
+    --only $(S1_LAYERS) \
     --json "$OUT/ab_tma.json" >"$OUT/ab_tma.log" 2>&1 || status=1
   tail -3 "$OUT/ab_tma.log"
 fi
+# mma_ab NAME ENV=VALUE TEXT: same-process A/B of the fp16 mma variants, plan B created with ENV=VALUE (bench/env_ab.py;
+# 90%, batch 1 / 8, the 3x3 stride-1 layers), results in $OUT/ab_NAME.json
+mma_ab() {
+  say "A/B in one process: $3"
+  timeout 240 python3 bench/env_ab.py --env "$2" --family mma --batch 1 8 --sparsity 0.9 --dtype fp16 \
+    --only $(S1_LAYERS) --json "$OUT/ab_$1.json" >"$OUT/ab_$1.log" 2>&1 || status=1
+  tail -3 "$OUT/ab_$1.log"
+}
 if has ab-mma && fits 90; then
-  say "A/B in one process: fp16 mma variants staged by TMA (A) vs cp.async (B: TRT_SPARSE_NO_TMA=1)"
-  timeout 240 python3 bench/env_ab.py --env TRT_SPARSE_NO_TMA=1 --family mma --batch 1 8 --sparsity 0.9 --dtype fp16 \
-    --only $(python3 -c "import json;print(' '.join(l['name'] for l in json.load(open('bench/layers.json'))['layers'] if l['kernel']==3 and l['stride']==1))") \
-    --json "$OUT/ab_mma.json" >"$OUT/ab_mma.log" 2>&1 || status=1
-  tail -3 "$OUT/ab_mma.log"
+  mma_ab mma TRT_SPARSE_NO_TMA=1 "fp16 mma variants staged by TMA (A) vs cp.async (B: TRT_SPARSE_NO_TMA=1)"
 fi
-S1_LAYERS() { python3 -c "import json;print(' '.join(l['name'] for l in json.load(open('bench/layers.json'))['layers'] if l['kernel']==3 and l['stride']==1))"; }
 if has ab-order && fits 90; then
-  say "A/B in one process: fp16 mma k-steps in bank-aware order (A) vs sorted order (B: TRT_SPARSE_MMA_SORTED=1)"
-  timeout 240 python3 bench/env_ab.py --env TRT_SPARSE_MMA_SORTED=1 --family mma --batch 1 8 --sparsity 0.9 --dtype fp16 \
-    --only $(S1_LAYERS) --json "$OUT/ab_order.json" >"$OUT/ab_order.log" 2>&1 || status=1
-  tail -3 "$OUT/ab_order.log"
+  mma_ab order TRT_SPARSE_MMA_SORTED=1 "fp16 mma k-steps in bank-aware order (A) vs sorted order (B: TRT_SPARSE_MMA_SORTED=1)"
 fi
 if has ab-fp && fits 90; then
-  say "A/B in one process: fp16 mma with compiled-pitch gathers (A) vs runtime pitch (B: TRT_SPARSE_MMA_NO_FP=1)"
-  timeout 240 python3 bench/env_ab.py --env TRT_SPARSE_MMA_NO_FP=1 --family mma --batch 1 8 --sparsity 0.9 --dtype fp16 \
-    --only $(S1_LAYERS) --json "$OUT/ab_fp.json" >"$OUT/ab_fp.log" 2>&1 || status=1
-  tail -3 "$OUT/ab_fp.log"
+  mma_ab fp TRT_SPARSE_MMA_NO_FP=1 "fp16 mma with compiled-pitch gathers (A) vs runtime pitch (B: TRT_SPARSE_MMA_NO_FP=1)"
 fi
 if has ab-align8 && fits 90; then
-  say "A/B in one process: fp16 8-wide mma tiles in 4-element units (A) vs 8-element units, TMA-able (B: TRT_SPARSE_MMA_ALIGN8=1)"
-  timeout 240 python3 bench/env_ab.py --env TRT_SPARSE_MMA_ALIGN8=1 --family mma --batch 1 8 --sparsity 0.9 --dtype fp16 \
-    --only $(S1_LAYERS) --json "$OUT/ab_align8.json" >"$OUT/ab_align8.log" 2>&1 || status=1
-  tail -3 "$OUT/ab_align8.log"
+  mma_ab align8 TRT_SPARSE_MMA_ALIGN8=1 \
+    "fp16 8-wide mma tiles in 4-element units (A) vs 8-element units, TMA-able (B: TRT_SPARSE_MMA_ALIGN8=1)"
 fi
 if has ab-small && fits 60; then
   say "A/B in one process: TMA vs cp.async on the small-map fp32 layers that were slower in round 9 than round 8"
@@ -197,7 +193,7 @@ fi
 if has bench-tf32 && fits 60; then
   say "bench fp32 I/O with TF32 allowed (own regime: sparse TF32 mma vs dense TF32), 3x3 s1 layers"
   python3 -m trt_sparse bench-kernels --layers bench/layers.json --batch 1 8 --sparsity 0.9 0.95 \
-    --dtype fp32 --allow-tf32 --only $(python3 -c "import json;print(' '.join(l['name'] for l in json.load(open('bench/layers.json'))['layers'] if l['kernel']==3 and l['stride']==1))") \
+    --dtype fp32 --allow-tf32 --only $(S1_LAYERS) \\
     --json "$OUT/bench_tf32.json" --plot "$OUT/bench_tf32.png" 2>"$OUT/bench_tf32.err" || status=1
 fi
 if has bench-sweep && fits 50; then
