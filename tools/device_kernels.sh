@@ -193,7 +193,7 @@ fi
 if has bench-tf32 && fits 60; then
   say "bench fp32 I/O with TF32 allowed (own regime: sparse TF32 mma vs dense TF32), 3x3 s1 layers"
   python3 -m trt_sparse bench-kernels --layers bench/layers.json --batch 1 8 --sparsity 0.9 0.95 \
-    --dtype fp32 --allow-tf32 --only $(S1_LAYERS) \\
+    --dtype fp32 --allow-tf32 --only $(S1_LAYERS) \
     --json "$OUT/bench_tf32.json" --plot "$OUT/bench_tf32.png" 2>"$OUT/bench_tf32.err" || status=1
 fi
 if has bench-sweep && fits 50; then
