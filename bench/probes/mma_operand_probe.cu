@@ -10,6 +10,8 @@
  *          with one column-shifted copy per filter column s (8 contiguous pixels of every position 16-byte
  *          aligned), B = 16 positions x 8 output channels of the union of only 8 channels (pre-packed, 8 bytes per
  *          lane per k-step from global memory, shared by the warp's 4 m-tiles); ldmatrix rows in bank-aware order.
+ * Each mode also runs with the tile re-staged from global memory (L2-resident) every repetition, which adds
+ * the staging cost (mode 1 stages 3 column-shifted copies: 1.65x the elements).
  * Both compute the same K x 8 x 8 outputs; block 0's results are checked against a CPU reference. Prints useful
  * throughput (2 flop per nonzero x pixel) per mode and sparsity, the union fractions, and the k-step counts.
  * Build: nvcc -O3 -std=c++17 -arch=sm_90 bench/probes/mma_operand_probe.cu -o /tmp/mma_probe   (sm_80+)
@@ -64,19 +66,26 @@ __device__ __forceinline__ void ldsm_x4_trans(unsigned addr, unsigned& d0, unsig
 /* mode 0: warp w owns channel group w / 2 (16 channels) and output rows (w % 2) * 4 .. + 3 (4 n-tiles of 8). */
 __global__ void __launch_bounds__(256) probe_a(const __half* __restrict__ x, const uint4* __restrict__ afrag,
                                                const unsigned* __restrict__ koff, const int* __restrict__ kseg,
-                                               int reps, float* __restrict__ out) {
+                                               int reps, int restage, float* __restrict__ out) {
     __shared__ __align__(16) __half tile[CC * CSA];
-    for (int i = threadIdx.x; i < CC * CSA; i += 256) {
-        const int c = i / CSA, y = (i % CSA) / PA, xx = i % PA;
-        tile[i] = xx < IW ? x[(c * IH + y) * IW + xx] : __float2half(0.0f);
-    }
-    __syncthreads();
+    auto stage = [&]() {
+        for (int i = threadIdx.x; i < CC * CSA; i += 256) {
+            const int c = i / CSA, y = (i % CSA) / PA, xx = i % PA;
+            tile[i] = xx < IW ? x[(c * IH + y) * IW + xx] : __float2half(0.0f);
+        }
+        __syncthreads();
+    };
+    stage();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
     const int grp = warp >> 1, row0 = (warp & 1) * 4;
     const unsigned base = (unsigned)__cvta_generic_to_shared(tile) + (unsigned)((row0 * PA + gid) * 2);
     float acc[4][4] = {};
     const int k0 = kseg[grp], k1 = kseg[grp + 1];
     for (int rep = 0; rep < reps; ++rep) {
+        if (restage && rep > 0) { /* the staging's share: re-stage the tile (L2-resident) every repetition */
+            __syncthreads();
+            stage();
+        }
         uint4 a = __ldg(afrag + (long long)k0 * 32 + lane);
         unsigned o01 = __ldg(koff + k0 * 8 + tig), o23 = __ldg(koff + k0 * 8 + tig + 4);
 #pragma unroll 2
@@ -109,13 +118,16 @@ __global__ void __launch_bounds__(256) probe_a(const __half* __restrict__ x, con
 /* mode 1: warp w owns channel group w (8 channels) and all 4 m-tiles (output rows 2 mt, 2 mt + 1). */
 __global__ void __launch_bounds__(256) probe_b(const __half* __restrict__ x, const uint2* __restrict__ bfrag,
                                                const unsigned* __restrict__ roff, const int* __restrict__ kseg,
-                                               int reps, float* __restrict__ out) {
+                                               int reps, int restage, float* __restrict__ out) {
     __shared__ __align__(16) __half tile[CC * CSB];
-    for (int i = threadIdx.x; i < CC * CSB; i += 256) { /* copy s of row y: input columns s .. s + 7 */
-        const int c = i / CSB, s = (i % CSB) / (PLB * 8), y = (i % (PLB * 8)) / 8, px = i % 8;
-        tile[i] = y < IH ? x[(c * IH + y) * IW + px + s] : __float2half(0.0f);
-    }
-    __syncthreads();
+    auto stage = [&]() {
+        for (int i = threadIdx.x; i < CC * CSB; i += 256) { /* copy s of row y: input columns s .. s + 7 */
+            const int c = i / CSB, s = (i % CSB) / (PLB * 8), y = (i % (PLB * 8)) / 8, px = i % 8;
+            tile[i] = y < IH ? x[(c * IH + y) * IW + px + s] : __float2half(0.0f);
+        }
+        __syncthreads();
+    };
+    stage();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
     const int grp = warp;
     /* ldmatrix: lanes 8j .. 8j + 7 address the 8 rows (positions) of matrix j = (m half j & 1, k half j >> 1) */
@@ -124,6 +136,10 @@ __global__ void __launch_bounds__(256) probe_b(const __half* __restrict__ x, con
     float acc[4][4] = {};
     const int k0 = kseg[grp], k1 = kseg[grp + 1];
     for (int rep = 0; rep < reps; ++rep) {
+        if (restage && rep > 0) {
+            __syncthreads();
+            stage();
+        }
         uint2 b = __ldg(bfrag + (long long)k0 * 32 + lane);
         unsigned o = __ldg(roff + k0 * 16 + lrow);
 #pragma unroll 2
@@ -254,7 +270,7 @@ static bool g_emulate = false; /* --emulate: CPU check of the layouts, no device
 static unsigned roffB_at(const std::vector<uint32_t>& roff, int ks, int lrow) { return roff[(size_t)ks * 16 + lrow]; }
 
 struct Result {
-    double sparsity, union16, union8, tflops_a, tflops_b, err_a, err_b, wf_a, wf_b; /* wf: wavefronts per request */
+    double sparsity, union16, union8, tflops_a, tflops_b, err_a, err_b, wf_a, wf_b, tfs_a, tfs_b; /* tfs: restaged */ /* wf: wavefronts per request */
     long long ks_a, ks_b, nnz;
 };
 
@@ -487,10 +503,10 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
     CK(cudaEventCreate(&e1));
     std::vector<float> out((size_t)K * 64);
     const double flop = 2.0 * (double)nnz * 64 * reps * blocks;
-    for (int mode = 0; mode < 2; ++mode) {
+    for (int mode = 0; mode < 4; ++mode) { /* 0 / 1: loop only, 2 / 3: the tile re-staged every repetition */
         auto launch = [&]() {
-            if (mode == 0) probe_a<<<blocks, 256>>>(dx, dA, dKA, dSA, reps, dout);
-            else probe_b<<<blocks, 256>>>(dx, dB, dRB, dSB, reps, dout);
+            if (mode % 2 == 0) probe_a<<<blocks, 256>>>(dx, dA, dKA, dSA, reps, mode / 2, dout);
+            else probe_b<<<blocks, 256>>>(dx, dB, dRB, dSB, reps, mode / 2, dout);
         };
         CK(cudaMemset(dout, 0xff, (size_t)K * 64 * 4)); /* poisoned: NaN where nothing is written */
         launch();
@@ -517,7 +533,9 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
         const double err = std::sqrt(num / std::max(den, 1e-30));
         const double tf = flop / (times[times.size() / 2] * 1e-3) / 1e12;
         if (mode == 0) { res.tflops_a = tf; res.err_a = err; }
-        else { res.tflops_b = tf; res.err_b = err; }
+        else if (mode == 1) { res.tflops_b = tf; res.err_b = err; }
+        else if (mode == 2) { res.tfs_a = tf; res.err_a = std::max(res.err_a, err); }
+        else { res.tfs_b = tf; res.err_b = std::max(res.err_b, err); }
     }
     cudaFree(dx); cudaFree(dA); cudaFree(dB); cudaFree(dKA); cudaFree(dRB); cudaFree(dSA); cudaFree(dSB);
     cudaFree(dout);
@@ -550,8 +568,9 @@ int main(int argc, char** argv) {
                         "wavefronts / matrix\n", r.sparsity, r.union16, r.union8, r.ks_a, r.ks_b, r.err_a, r.wf_a, r.err_b,
                         r.wf_b);
         else
-            std::printf("%7.2f %7.3f %6.3f %8lld %8lld  %10.2f (%.1e)  %18.2f (%.1e)  %.2fx\n", r.sparsity, r.union16,
-                        r.union8, r.ks_a, r.ks_b, r.tflops_a, r.err_a, r.tflops_b, r.err_b, r.tflops_b / r.tflops_a);
+            std::printf("%7.2f %7.3f %6.3f %8lld %8lld  %10.2f (%.1e)  %18.2f (%.1e)  %.2fx   restaged: A %.2f, B %.2f, "
+                        "%.2fx\n", r.sparsity, r.union16, r.union8, r.ks_a, r.ks_b, r.tflops_a, r.err_a, r.tflops_b, r.err_b,
+                        r.tflops_b / r.tflops_a, r.tfs_a, r.tfs_b, r.tfs_b / r.tfs_a);
     }
     if (json) {
         FILE* f = std::fopen(json, "w");
@@ -559,9 +578,10 @@ int main(int argc, char** argv) {
             std::fprintf(f, "{\"probe\": \"mma_operand_probe\", \"cases\": [");
             for (size_t i = 0; i < rs.size(); ++i)
                 std::fprintf(f, "%s{\"sparsity\": %.3f, \"union16\": %.4f, \"union8\": %.4f, \"ksteps_a\": %lld, "
-                                "\"ksteps_b\": %lld, \"tflops_a\": %.3f, \"tflops_b\": %.3f, \"err_a\": %.2e, \"err_b\": %.2e}",
+                                "\"ksteps_b\": %lld, \"tflops_a\": %.3f, \"tflops_b\": %.3f, \"tflops_restaged_a\": %.3f, "
+                                "\"tflops_restaged_b\": %.3f, \"err_a\": %.2e, \"err_b\": %.2e}",
                              i ? ", " : "", rs[i].sparsity, rs[i].union16, rs[i].union8, rs[i].ks_a, rs[i].ks_b,
-                             rs[i].tflops_a, rs[i].tflops_b, rs[i].err_a, rs[i].err_b);
+                             rs[i].tflops_a, rs[i].tflops_b, rs[i].tfs_a, rs[i].tfs_b, rs[i].err_a, rs[i].err_b);
             std::fprintf(f, "]}\n");
             std::fclose(f);
         }
