@@ -42,8 +42,9 @@ static const int K = 64;                  /* output channels */
 static const int IH = 10, IW = 10;        /* staged rows / columns (8 x 8 outputs, 3x3, pad folded in) */
 static const int PA = 16;                 /* mode 0 row pitch (halves) */
 static const int CSA = IH * PA;           /* mode 0 channel stride (halves) */
-static const int PLB = IH + 1;            /* mode 1 rows per (channel, copy) plane: one spare row makes the plane stride
-                                         * an odd number of 16-byte units, so rows of all 8 bank groups stay plentiful */
+/* mode 1 rows per (channel, copy) plane: one spare row makes the plane stride an odd number of 16-byte units, so
+ * rows of all 8 bank groups stay plentiful */
+static const int PLB = IH + 1;
 static const int CSB = 3 * PLB * 8;       /* mode 1 channel stride: 3 shifted copies x PLB rows x 8 halves */
 
 __device__ __forceinline__ unsigned lds_u16(unsigned a) {
@@ -270,7 +271,9 @@ static bool g_emulate = false; /* --emulate: CPU check of the layouts, no device
 static unsigned roffB_at(const std::vector<uint32_t>& roff, int ks, int lrow) { return roff[(size_t)ks * 16 + lrow]; }
 
 struct Result {
-    double sparsity, union16, union8, tflops_a, tflops_b, err_a, err_b, wf_a, wf_b, tfs_a, tfs_b; /* tfs: restaged */ /* wf: wavefronts per request */
+    double sparsity, union16, union8, tflops_a, tflops_b, err_a, err_b;
+    double wf_a, wf_b;   /* emulated shared-memory wavefronts per request */
+    double tfs_a, tfs_b; /* TFLOP/s with the tile re-staged every repetition */
     long long ks_a, ks_b, nnz;
 };
 
@@ -294,7 +297,8 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
                 double s = 0;
                 for (int c = 0; c < CC; ++c)
                     for (int r = 0; r < 3; ++r)
-                        for (int q = 0; q < 3; ++q) s += (double)w[((size_t)k * CC + c) * 9 + r * 3 + q] * xf[(c * IH + py + r) * IW + px + q];
+                        for (int q = 0; q < 3; ++q)
+                            s += (double)w[((size_t)k * CC + c) * 9 + r * 3 + q] * xf[(c * IH + py + r) * IW + px + q];
                 ref[(k * 8 + py) * 8 + px] = s * reps;
             }
     Result res{};
