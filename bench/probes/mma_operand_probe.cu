@@ -267,6 +267,17 @@ static void emu_ldsm_x4_trans(const std::vector<uint16_t>& sm, const unsigned (&
         }
 }
 
+/* Union of the positions (c * 9 + r * 3 + s) any of the `gs` output channels of group g uses (weights K x CC x 9). */
+static std::vector<int> group_union(const std::vector<float>& w, int g, int gs) {
+    std::vector<int> pos;
+    for (int p = 0; p < CC * 9; ++p) {
+        bool any = false;
+        for (int i = 0; i < gs; ++i) any |= w[(size_t)(g * gs + i) * CC * 9 + p] != 0.0f;
+        if (any) pos.push_back(p);
+    }
+    return pos;
+}
+
 static bool g_emulate = false; /* --emulate: CPU check of the layouts, no device */
 static unsigned roffB_at(const std::vector<uint32_t>& roff, int ks, int lrow) { return roff[(size_t)ks * 16 + lrow]; }
 
@@ -309,12 +320,9 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
     std::vector<int> ksegA(1, 0);
     double usum16 = 0;
     for (int g = 0; g < K / 16; ++g) {
-        std::vector<int> pos, offs;
-        for (int p = 0; p < CC * 9; ++p) {
-            bool any = false;
-            for (int i = 0; i < 16; ++i) any |= w[(size_t)(g * 16 + i) * CC * 9 + p] != 0.0f;
-            if (any) { pos.push_back(p); offs.push_back(((p / 9) * CSA + ((p % 9) / 3) * PA + p % 3) * 2); }
-        }
+        const std::vector<int> pos = group_union(w, g, 16);
+        std::vector<int> offs; /* staged element (c, r, s) of pixel 0 */
+        for (int p : pos) offs.push_back(((p / 9) * CSA + ((p % 9) / 3) * PA + p % 3) * 2);
         usum16 += (double)pos.size() / (CC * 9);
         std::vector<int> foot;
         for (int gg = 0; gg < 8; ++gg) foot.push_back(2 * gg);
@@ -355,15 +363,9 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
     std::vector<int> ksegB(1, 0);
     double usum8 = 0;
     for (int g = 0; g < K / 8; ++g) {
-        std::vector<int> pos, offs;
-        for (int p = 0; p < CC * 9; ++p) {
-            bool any = false;
-            for (int i = 0; i < 8; ++i) any |= w[(size_t)(g * 8 + i) * CC * 9 + p] != 0.0f;
-            if (any) { /* row start of (c, s) copy, row r: ((c * 3 + s) * PLB + r) * 8 halves */
-                pos.push_back(p);
-                offs.push_back((((p / 9) * 3 + p % 3) * PLB + (p % 9) / 3) * 16);
-            }
-        }
+        const std::vector<int> pos = group_union(w, g, 8);
+        std::vector<int> offs; /* row start of (c, s) copy, row r: ((c * 3 + s) * PLB + r) * 8 halves */
+        for (int p : pos) offs.push_back((((p / 9) * 3 + p % 3) * PLB + (p % 9) / 3) * 16);
         usum8 += (double)pos.size() / (CC * 9);
         std::vector<int> foot;
         for (int b = 0; b < 16; b += 4) foot.push_back(b);
