@@ -250,12 +250,13 @@ if has ncu; then
 fi
 if has ncu-src; then
   say "ncu with per-instruction stall sampling (tuned variant)"
-  # NCU_SPECS: space-separated layer|dtype|pattern (default: the round-6 pair)
+  # NCU_SPECS: space-separated layer|dtype|pattern (default: the round-6 pair); NCU_SPARSITY (default 0.9)
   for spec in ${NCU_SPECS:-resnet50_3x3_c64_h56|fp16|vector:16 resnet50_3x3_c64_h56|fp32|unstructured}; do
     IFS='|' read -r L DT PAT <<<"$spec"; tag="${L}_${DT}_${PAT%%:*}"
-    idx=$(python3 bench/profile_layer.py $L --dtype $DT --pattern $PAT --runs 1 | awk '/^variant/{print $2}')
+    idx=$(python3 bench/profile_layer.py $L --dtype $DT --pattern $PAT --sparsity ${NCU_SPARSITY:-0.9} --runs 1 | awk '/^variant/{print $2}')
     ncu --clock-control none --set full --import-source no -k regex:kernel --launch-skip 3 --launch-count 1 \
-      -f -o "$OUT/src_$tag" python3 bench/profile_layer.py $L --dtype $DT --pattern $PAT --variant $idx --runs 5 >/dev/null 2>&1
+      -f -o "$OUT/src_$tag" python3 bench/profile_layer.py $L --dtype $DT --pattern $PAT \
+      --sparsity ${NCU_SPARSITY:-0.9} --variant $idx --runs 5 >/dev/null 2>&1
     ncu -i "$OUT/src_$tag.ncu-rep" --page details > "$OUT/ncu_src_$tag.txt" 2>&1
     ncu -i "$OUT/src_$tag.ncu-rep" --page source --csv --print-source sass > "$OUT/sass_$tag.csv" 2>&1
     echo "== $tag"; grep -E "Duration|Elapsed Cycles|Registers Per|Achieved Occupancy|Issued Warp|No Eligible|Warp Cycles Per Issued|Waves Per SM" "$OUT/ncu_src_$tag.txt" | head -10
