@@ -152,45 +152,29 @@ __device__ __forceinline__ KAddr kaddr(const KStep& k, unsigned base) {
     return r;
 }
 
-/* One k-step of one n-tile: gather the B fragment at the addresses plus dj bytes (the n-tile's distance from the
- * addresses' pixel: 0, or a compile-time constant that ptxas folds into the loads' immediate offsets) and issue
- * the mma. */
-__device__ __forceinline__ void kstep_mma(float (&acc)[4], const KStep& k, const KAddr& a, unsigned dj,
-                                          const __half*) {
-    const unsigned b0 = lds_u16(a.a0 + dj) | (lds_u16(a.a1 + dj) << 16);
-    const unsigned b1 = lds_u16(a.a2 + dj) | (lds_u16(a.a3 + dj) << 16);
+/* One k-step of one n-tile: gather the B fragment at the lane's addresses and issue the mma. */
+__device__ __forceinline__ void kstep_mma(float (&acc)[4], const KStep& k, const KAddr& a, const __half*) {
+    const unsigned b0 = lds_u16(a.a0) | (lds_u16(a.a1) << 16);
+    const unsigned b1 = lds_u16(a.a2) | (lds_u16(a.a3) << 16);
     mma_16816(acc, k.a, b0, b1);
 }
-__device__ __forceinline__ void kstep_mma(float (&acc)[4], const KStep& k, const KAddr& a, unsigned dj,
-                                          const float*) {
-    const unsigned b0 = to_tf32(lds_u32(a.a0 + dj));
-    const unsigned b1 = to_tf32(lds_u32(a.a1 + dj));
+__device__ __forceinline__ void kstep_mma(float (&acc)[4], const KStep& k, const KAddr& a, const float*) {
+    const unsigned b0 = to_tf32(lds_u32(a.a0));
+    const unsigned b1 = to_tf32(lds_u32(a.a1));
     mma_1688_tf32(acc, k.a, b0, b1);
 }
 
-/* Byte distance of n-tile j's lane pixel from n-tile 0's in a staged chunk of row pitch FP (stride 1): n-tiles are
- * 8 consecutive pixels of one tile row, and a warp's first n-tile starts a row (static_assert in the kernel). */
-template <typename T, int TW, int FP>
-__device__ __forceinline__ unsigned ntile_delta(int j) {
-    return (unsigned)((((j * 8) / TW) * FP + (j * 8) % TW) * (int)sizeof(T));
-}
-
-/* Row pitch (elements) of the compiled fast path of a tensor-core tile: the staged pitch of 3x3 pad-1 stride-1
- * layers (lead + tile + halo rounded to the layout's 4- or 8-element units, build_mma_layout). */
-template <typename T, int TW>
-struct MmaFixedPitch {
-    static const int value = TW == 8 ? 16 : (sizeof(T) == 2 ? (TW == 16 ? 32 : 48) : (TW == 16 ? 24 : 40));
-};
-
 }  // namespace mma_detail
 
-/* FP: compile-time row pitch of the staged chunk (0: runtime q.pitch; > 0 only with stride 1 both ways and
- * q.pitch == FP: every n-tile's gather address is n-tile 0's plus an immediate). */
-template <typename T, int TH, int TW, int WG, int WP, int WS, int NT, int CL, int FP>
+/* PF: k-steps loaded ahead of their use (1 or 2; the layout ends with two zero k-steps, so loads past a range stay
+ * in bounds). The k-step loop's first use of a k-step's offsets waits on its global load (L1 hit rate ~45%: the
+ * fragments of a block's groups are read once per tile), so a k-step two ahead hides an L2 round trip that one
+ * iteration does not. */
+template <typename T, int TH, int TW, int WG, int WP, int WS, int NT, int CL, int PF>
 __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, const TSC_GRID_CONST TmaDesc tmap) {
     static_assert(WG * WP * WS == 8, "8 warps per block");
     static_assert(WP * NT * 8 == TH * TW && TW % 8 == 0, "n-tiles cover the tile");
-    static_assert(WP == 1 || (NT * 8) % TW == 0, "a warp's first n-tile starts a tile row (ntile_delta)");
+    static_assert(PF == 1 || PF == 2, "k-step prefetch distance 1 or 2");
     using namespace smem_detail;
     constexpr int KW = mma_detail::KWords<T>::value;
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -210,8 +194,7 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
         const int pi = (wp * NT + j) * 8 + gid;
-        pb[j] = (((pi / TW) * (FP ? 1 : q.sh)) * (FP ? FP : q.pitch) + (pi % TW) * (FP ? 1 : q.sw) + q.lead) *
-                (int)sizeof(T);
+        pb[j] = (((pi / TW) * q.sh) * q.pitch + (pi % TW) * q.sw + q.lead) * (int)sizeof(T);
     }
     const int dch = q.dense_chunks; /* > 0: chunk lists are implicit (no dependent index loads) */
     int cs0 = dch > 0 ? bg * dch : __ldg(q.gch_off + bg);
@@ -284,8 +267,11 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
         for (int i = cs0; i < cs1; ++i) {
             const int nk = k1n - k0n;
             const int kb = k0n + (nk * ws) / WS, ke = k0n + (nk * (ws + 1)) / WS;
-            mma_detail::KStep nx; /* the layout ends with a zero k-step: loads one past a range stay in bounds */
+            mma_detail::KStep nx, nx2; /* k-steps kb and (PF == 2) kb + 1, loaded before the chunk's wait */
             mma_detail::load_kstep<T>(p.afrag + (long long)kb * 32 + lane, p.koff + (long long)kb * KW + (lane & 3), &nx);
+            if (PF == 2)
+                mma_detail::load_kstep<T>(p.afrag + (long long)(kb + 1) * 32 + lane,
+                                          p.koff + (long long)(kb + 1) * KW + (lane & 3), &nx2);
             if (i + 1 < cs1) { k0n = __ldg(p.kseg + (i + 1) * WG + wg); k1n = __ldg(p.kseg + (i + 1) * WG + wg + 1); }
             const int b = (i - cs0) & 1;
 #if defined(TSC_TMA_DEVICE)
@@ -313,26 +299,22 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
             unsigned bj[NT];
 #pragma unroll
             for (int j = 0; j < NT; ++j) bj[j] = sb + (unsigned)pb[j];
-            const uint4* ap = p.afrag + (long long)(kb + 1) * 32 + lane;        /* next k-step's A fragment */
-            const unsigned* op = p.koff + (long long)(kb + 1) * KW + (lane & 3); /* and its offsets */
+            const uint4* ap = p.afrag + (long long)(kb + PF) * 32 + lane;        /* k-step PF ahead: A fragment */
+            const unsigned* op = p.koff + (long long)(kb + PF) * KW + (lane & 3); /* and its offsets */
 #pragma unroll(NT >= 8 ? 1 : 2)
             for (int ks = kb; ks < ke; ++ks) {
                 const mma_detail::KStep cur = nx;
-                mma_detail::load_kstep<T>(ap, op, &nx);
+                if (PF == 2) {
+                    nx = nx2;
+                    mma_detail::load_kstep<T>(ap, op, &nx2);
+                } else {
+                    mma_detail::load_kstep<T>(ap, op, &nx);
+                }
                 ap += 32;
                 op += KW;
-                if (FP > 0) { /* one address per position; the n-tiles at immediate offsets */
-                    const mma_detail::KAddr ka = mma_detail::kaddr(cur, bj[0]);
 #pragma unroll
-                    for (int j = 0; j < NT; ++j)
-                        mma_detail::kstep_mma(acc[j], cur, ka, mma_detail::ntile_delta<T, TW, FP>(j),
-                                              static_cast<const T*>(nullptr));
-                } else {
-#pragma unroll
-                    for (int j = 0; j < NT; ++j)
-                        mma_detail::kstep_mma(acc[j], cur, mma_detail::kaddr(cur, bj[j]), 0u,
-                                              static_cast<const T*>(nullptr));
-                }
+                for (int j = 0; j < NT; ++j)
+                    mma_detail::kstep_mma(acc[j], cur, mma_detail::kaddr(cur, bj[j]), static_cast<const T*>(nullptr));
             }
         }
         __syncthreads(); /* every warp is done with the staged input (buffers are reused below / next n) */
@@ -400,10 +382,10 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
     }
 }
 
-template <typename T, int TH, int TW, int WG, int WP, int WS, int NT, int CL, int FP>
+template <typename T, int TH, int TW, int WG, int WP, int WS, int NT, int CL, int PF>
 cudaError_t launch_mma_one(const MmaParams& p, const TmaDesc& tm, size_t smem, dim3 grid, cudaStream_t s) {
-    if (CL > 1) return launch_cluster(mma_kernel<T, TH, TW, WG, WP, WS, NT, CL, FP>, CL, smem, grid, s, p, tm);
-    mma_kernel<T, TH, TW, WG, WP, WS, NT, CL, FP><<<grid, 256, smem, s>>>(p, tm);
+    if (CL > 1) return launch_cluster(mma_kernel<T, TH, TW, WG, WP, WS, NT, CL, PF>, CL, smem, grid, s, p, tm);
+    mma_kernel<T, TH, TW, WG, WP, WS, NT, CL, PF><<<grid, 256, smem, s>>>(p, tm);
     return cudaGetLastError();
 }
 
@@ -415,10 +397,8 @@ cudaError_t launch_mma_cfg(const MmaParams& p, const TmaDesc* tmap, size_t smem,
     else for (int i = 0; i < 16; ++i) tm.opaque[i] = 0ull;
     dim3 grid((unsigned)(p.s.tiles_h * p.s.tiles_w * CL), (unsigned)p.s.groups,
               (unsigned)(p.s.N < 65535 ? p.s.N : 65535));
-    constexpr int FP = mma_detail::MmaFixedPitch<T, TW>::value;
-    if (p.s.sw == 1 && p.s.sh == 1 && p.s.pitch == FP && !p.s.no_fixed_pitch)
-        return launch_mma_one<T, TH, TW, WG, WP, WS, NT, CL, FP>(p, tm, smem, grid, s);
-    return launch_mma_one<T, TH, TW, WG, WP, WS, NT, CL, 0>(p, tm, smem, grid, s);
+    if (p.s.mma_pf1) return launch_mma_one<T, TH, TW, WG, WP, WS, NT, CL, 1>(p, tm, smem, grid, s);
+    return launch_mma_one<T, TH, TW, WG, WP, WS, NT, CL, 2>(p, tm, smem, grid, s);
 }
 
 }  // namespace tsc
