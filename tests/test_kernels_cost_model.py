@@ -140,3 +140,29 @@ def test_fit_recovers_the_union_term():
     coeffs, errors = cost_model.fit(results)
     assert np.allclose(coeffs["fp16"]["sparse"], true["sparse"], atol=1e-3)
     assert errors["fp16"]["median_abs_log_err"] < 1e-3
+
+
+def test_evaluate_scores_coefficients_on_held_out_results(tmp_path, capsys):
+    """evaluate / --evaluate: exact coefficients score ~0 error; results 2x off score log 2, on the wrong side."""
+    true = {"sparse": [0.5, 0.6, 0.1, 0.2, -0.15], "dense": [0.3, 0.45, -0.1]}
+    results = []
+    for c, h, sp in [(32, 14, 0.6), (64, 28, 0.8), (128, 56, 0.9), (256, 7, 0.95)]:
+        lay = {"name": "x", "C": c, "K": c, "H": h, "W": h, "kernel": 3, "stride": 1, "pad": 1, "dilation": 1}
+        nnz = int(c * c * 9 * (1 - sp))
+        ts, td = cost_model.predict_times(cost_model._layer_of_result({"layer": lay}), nnz, 1, "fp32",
+                                          coeffs={"fp32": true})
+        results.append({"layer": lay, "batch": 1, "dtype": "fp32", "nnz": nnz, "sparsity": sp,
+                        "sparse_us": ts, "dense_us": {"tf32_best": td}})
+    exact = cost_model.evaluate(results, {"fp32": true})["fp32"]
+    assert exact["cases"] == 4 and exact["median_abs_log_err"] < 1e-9
+    off = [dict(r, sparse_us=r["sparse_us"] * 2.0) for r in results]
+    err = cost_model.evaluate(off, {"fp32": true})["fp32"]
+    assert err["median_abs_log_err"] == pytest.approx(math.log(2.0))
+    pred = [td / ts for ts, td in (cost_model.predict_times(cost_model._layer_of_result(r), r["nnz"], 1, "fp32",
+                                                            coeffs={"fp32": true}) for r in results)]
+    assert err["wrong_side_of_1"] == sum(1 for p in pred if p > 1 > p / 2.0)
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"results": results}))
+    assert cost_model.main(["--evaluate", str(path)]) == 0  # the shipped COEFFS, printed not fitted
+    out = capsys.readouterr().out
+    assert "errors of the current COEFFS" in out and "COEFFS = " not in out

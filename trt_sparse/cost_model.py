@@ -182,13 +182,35 @@ def fit(results):
         s[cols] = np.linalg.lstsq(np.array(xs)[:, cols], np.array(ys), rcond=None)[0]
         d = np.linalg.lstsq(np.array(xd), np.array(yd), rcond=None)[0]
         coeffs[dtype] = {"sparse": [round(float(v), 4) for v in s], "dense": [round(float(v), 4) for v in d]}
-        pred = [math.exp(np.dot(d, a)) / math.exp(np.dot(s, b)) for a, b in zip(xd, xs)]
-        meas = [r["dense_us"][base] / r["sparse_us"] for r in rows if base in r["dense_us"]]
-        err = [abs(math.log(p / m)) for p, m in zip(pred, meas)]
-        wrong = sum(1 for p, m in zip(pred, meas) if (p > 1) != (m > 1))
-        errors[dtype] = {"cases": len(meas), "median_abs_log_err": float(np.median(err)),
-                         "max_abs_log_err": float(max(err)), "wrong_side_of_1": wrong}
-    return coeffs, errors
+    return coeffs, evaluate(results, coeffs)
+
+
+def _speedup_errors(pred, meas):
+    err = [abs(math.log(p / m)) for p, m in zip(pred, meas)]
+    return {"cases": len(meas), "median_abs_log_err": float(np.median(err)), "max_abs_log_err": float(max(err)),
+            "wrong_side_of_1": sum(1 for p, m in zip(pred, meas) if (p > 1) != (m > 1))}
+
+
+def evaluate(results, coeffs=None):
+    """Per dtype: how well `coeffs` (default COEFFS) predict the measured speedups of bench-kernels result dicts
+    (median / max abs log error, cases on the wrong side of 1x)."""
+    coeffs = coeffs or COEFFS
+    errors = {}
+    for dtype in ("fp32", "fp16"):
+        base = "fp16_best" if dtype == "fp16" else "tf32_best"
+        rows = [r for r in results if _norm_dtype(r["dtype"]) == dtype and base in (r.get("dense_us") or {})]
+        if not rows or dtype not in coeffs:
+            continue
+        pred, meas = [], []
+        for r in rows:
+            layer = _layer_of_result(r)
+            if dtype in UNION_TERM_DTYPES:
+                layer["union16"] = _result_union(r, layer)
+            t_sparse, t_dense = predict_times(layer, r["nnz"], r["batch"], dtype, coeffs)
+            pred.append(t_dense / t_sparse)
+            meas.append(r["dense_us"][base] / r["sparse_us"])
+        errors[dtype] = _speedup_errors(pred, meas)
+    return errors
 
 
 def main(argv=None):
@@ -200,11 +222,16 @@ def main(argv=None):
     ap.add_argument("--max-sparsity", type=float, default=0.99,
                     help="leave out cases above this sparsity (near-empty layers are launch-bound, outside the "
                          "log-linear regime; default 0.99)")
+    ap.add_argument("--evaluate", action="store_true",
+                    help="score the current COEFFS on the files (held-out check) instead of fitting new ones")
     a = ap.parse_args(sys.argv[1:] if argv is None else argv)
     results = []
     for path in a.files:
         with open(path) as f:
             results.extend(r for r in json.load(f)["results"] if r["sparsity"] <= a.max_sparsity)
+    if a.evaluate:
+        print("errors of the current COEFFS: " + json.dumps(evaluate(results), indent=1))
+        return 0
     coeffs, errors = fit(results)
     print("COEFFS = " + json.dumps(coeffs, indent=1))
     print("fit errors: " + json.dumps(errors, indent=1))
