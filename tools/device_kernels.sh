@@ -3,7 +3,7 @@
 #   [DEADLINE=S] bash tools/device_kernels.sh [build] [test] [sanitize] [sanitize-quick] [racecheck-quick] [plan-memory] [bench-quick]
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
 #                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma] [ab-mma] [ab-small]
-#                                             [probe] [probe-mma] [variants-reuse] [ab-layout] [ab-order] [ab-align8] [ab-pf]
+#                                             [probe] [probe-mma] [variants-reuse] [ab-layout] [ab-order] [ab-align8]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Stages run in this file's order (build, test, sanitizers, ..., bench-full, the A/B stages, ...), not in the order
@@ -156,9 +156,6 @@ if has ab-mma && fits 90; then
 fi
 if has ab-order && fits 90; then
   mma_ab order TRT_SPARSE_MMA_SORTED=1 "fp16 mma k-steps in bank-aware order (A) vs sorted order (B: TRT_SPARSE_MMA_SORTED=1)"
-fi
-if has ab-pf && fits 90; then
-  mma_ab pf TRT_SPARSE_MMA_PF1=1 "fp16 mma with k-steps loaded two ahead (A) vs one ahead (B: TRT_SPARSE_MMA_PF1=1)"
 fi
 if has ab-align8 && fits 90; then
   mma_ab align8 TRT_SPARSE_MMA_ALIGN8=1 \

@@ -13,7 +13,7 @@ cudaError_t launch_mma_f16(int cfg, const MmaParams& p, const TmaDesc* tmap, siz
 
 bool mma_supported() {
     cudaFuncAttributes a;
-    if (cudaFuncGetAttributes(&a, mma_kernel<__half, 8, 32, 1, 8, 1, 4, 1, 2>) != cudaSuccess) {
+    if (cudaFuncGetAttributes(&a, mma_kernel<__half, 8, 32, 1, 8, 1, 4, 1>) != cudaSuccess) {
         cudaGetLastError();
         return false;
     }

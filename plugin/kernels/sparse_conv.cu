@@ -133,8 +133,6 @@ struct tsc_plan {
                               * TRT_SPARSE_MMA_SORTED=1 at plan creation) */
     bool mma_align8 = false; /* fp16 8-wide tensor-core tiles in 16-byte (TMA-able) units too (A/B switch:
                               * TRT_SPARSE_MMA_ALIGN8=1 at plan creation) */
-    bool mma_pf1 = false;    /* tensor-core kernels load k-steps one ahead, not two (A/B switch:
-                              * TRT_SPARSE_MMA_PF1=1 at plan creation) */
     mutable std::mutex mu;  /* tuned */
     mutable std::mutex bmu; /* layout build / free */
     std::vector<Tuned> tuned;
@@ -899,8 +897,8 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
         gch_off.push_back((int)chunk_ids.size());
     }
     kseg.push_back((int)nks);
-    afrag.resize(afrag.size() + 2 * 32 * 4, 0u); /* two zero k-steps past the end: the kernel loads up to two ahead */
-    koff.resize(koff.size() + 2 * KWORDS, 0u);
+    afrag.resize(afrag.size() + 32 * 4, 0u); /* a zero k-step past the end: the kernel loads one k-step ahead */
+    koff.resize(koff.size() + KWORDS, 0u);
     L.dense_chunks = (long long)chunk_ids.size() == (long long)G * nch ? nch : 0;
     tsc_status st;
     L.bytes = 0;
@@ -921,7 +919,6 @@ bool mma_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P,
     const tsc::MmaCfgInfo cfg = tsc::mma_cfg_info(v.cfg);
     if (cfg.cl > 1 && !p->clusters) return false;
     if (!staged_params(p, M.s, cfg.th, cfg.tw, 1, cfg.cl, N, H, W, P, Q, x, y, &mp->s)) return false;
-    mp->s.mma_pf1 = p->mma_pf1 ? 1 : 0;
     mp->afrag = M.afrag;
     mp->koff = M.koff;
     mp->kseg = M.s.seg;
@@ -1461,7 +1458,6 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         p->tma = p->clusters && tma_available(); /* see encode_input_map */
         p->mma_sorted = env_flag("TRT_SPARSE_MMA_SORTED");
         p->mma_align8 = env_flag("TRT_SPARSE_MMA_ALIGN8");
-        p->mma_pf1 = env_flag("TRT_SPARSE_MMA_PF1");
     }
     int optin = 48 * 1024;
     if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess || optin < 48 * 1024)

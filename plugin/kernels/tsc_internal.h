@@ -113,8 +113,6 @@ struct SmemParams {
                              * (cc threads per pixel, 256 / cc pixels per pass = nh_ps_r rows + nh_ps_c columns of
                              * the st_nv staged columns); cstride is odd there, so the channels' rows hit distinct
                              * banks */
-    int mma_pf1;            /* mma kernel: 1 = load k-steps one ahead of their use instead of two (A/B switch, plan
-                             * creation with TRT_SPARSE_MMA_PF1=1) */
 };
 
 /* Tensor-map descriptor of the input (CUtensorMap bits, encoded on the host by cuTensorMapEncodeTiled) passed to
@@ -218,7 +216,7 @@ struct MmaParams {
     const uint4* afrag;       /* per k-step: 32 lanes x 4 registers (fp16 pairs) of the m16n8k16 A fragment */
     const unsigned* koff;     /* per k-step, two 16-bit byte offsets in the staged chunk per word: fp16 8 words
                                * (positions 2w, 2w+1 and 2(w-4)+8, 2(w-4)+9), TF32 4 words (positions w, w+4);
-                               * two zero k-steps past the end */
+                               * one zero k-step past the end */
     const int* kseg;          /* per (listed chunk, group of the block): first k-step; one more at the end */
     int cpb;                  /* output channels per block group (16 * WG) */
 };
