@@ -45,6 +45,8 @@ FIT_SOURCE = ("fp32: bench/results/h200_round9_full.json + bench/results/h200_ro
               "fp16: bench/results/h200_round13_full.json + bench/results/h200_round13_sweep.json (round-12/13 "
               "tensor-core kernels: bank-aware k-step order, paired stores; 128 cases, 23 layers x batch 1 / 8 x "
               "90 / 95% + 9 layers x batch 1 x 50-98%)")
+#: the dense time each dtype's speedup is measured against (bench-kernels `dense_us` key)
+DENSE_BASELINE = {"fp32": "tf32_best", "fp16": "fp16_best"}
 #: assumed slowdown of the generic kernel vs the register-tile kernel (not measured by the sweep)
 GENERIC_PENALTY = 3.0
 
@@ -164,7 +166,7 @@ def fit(results):
         rows = [r for r in results if _norm_dtype(r["dtype"]) == dtype and r.get("dense_us")]
         if len(rows) < 4:
             continue
-        base = "fp16_best" if dtype == "fp16" else "tf32_best"
+        base = DENSE_BASELINE[dtype]
         xs, ys, xd, yd = [], [], [], []
         for r in rows:
             layer = _layer_of_result(r)
@@ -186,19 +188,13 @@ def fit(results):
     return coeffs, evaluate(results, coeffs)
 
 
-def _speedup_errors(pred, meas):
-    err = [abs(math.log(p / m)) for p, m in zip(pred, meas)]
-    return {"cases": len(meas), "median_abs_log_err": float(np.median(err)), "max_abs_log_err": float(max(err)),
-            "wrong_side_of_1": sum(1 for p, m in zip(pred, meas) if (p > 1) != (m > 1))}
-
-
 def evaluate(results, coeffs=None):
     """Per dtype: how well `coeffs` (default COEFFS) predict the measured speedups of bench-kernels result dicts
     (median / max abs log error, cases on the wrong side of 1x)."""
     coeffs = coeffs or COEFFS
     errors = {}
     for dtype in ("fp32", "fp16"):
-        base = "fp16_best" if dtype == "fp16" else "tf32_best"
+        base = DENSE_BASELINE[dtype]
         rows = [r for r in results if _norm_dtype(r["dtype"]) == dtype and base in (r.get("dense_us") or {})]
         if not rows or dtype not in coeffs:
             continue
@@ -210,7 +206,10 @@ def evaluate(results, coeffs=None):
             t_sparse, t_dense = predict_times(layer, r["nnz"], r["batch"], dtype, coeffs)
             pred.append(t_dense / t_sparse)
             meas.append(r["dense_us"][base] / r["sparse_us"])
-        errors[dtype] = _speedup_errors(pred, meas)
+        err = [abs(math.log(p / m)) for p, m in zip(pred, meas)]
+        errors[dtype] = {"cases": len(meas), "median_abs_log_err": float(np.median(err)),
+                         "max_abs_log_err": float(max(err)),
+                         "wrong_side_of_1": sum(1 for p, m in zip(pred, meas) if (p > 1) != (m > 1))}
     return errors
 
 
