@@ -118,7 +118,7 @@ struct tsc_plan {
     TileLayout lay[3]; /* kt = 8, 16, 32 (kt == 0: not available for this plan) */
     SmemLayout slay[16]; /* per kSmemCfgs entry (NCHW plans; ok: available) */
     SmemLayout rlay[16]; /* per register-reuse config (tsc::REUSE_CFGS; ok: available) */
-    MmaLayout mlay[16];  /* per tensor-core config (tsc::MMA_CFGS; fp16 NCHW plans on sm_80+) */
+    MmaLayout mlay[tsc::MMA_CFGS]; /* per tensor-core config ( fp16 NCHW plans on sm_80+) */
     /* validated canonical CSR kept on the host to build layouts later */
     std::vector<int32_t> h_rowoff, h_idx;
     std::vector<float> h_val;
@@ -131,6 +131,8 @@ struct tsc_plan {
     bool tf32 = false;     /* fp32 plans may run TF32 tensor-core variants (tsc_plan_set_math; off by default) */
     bool mma_sorted = false; /* tensor-core k-steps in sorted position order, not mma_bank_order (A/B switch:
                               * TRT_SPARSE_MMA_SORTED=1 at plan creation) */
+    bool mma_no_cl28 = false; /* tensor-core configs with clusters of 2 or 8 left out of the candidates (A/B switch:
+                               * TRT_SPARSE_MMA_NO_CL28=1) */
     bool mma_align8 = false; /* fp16 8-wide tensor-core tiles in 16-byte (TMA-able) units too (A/B switch:
                               * TRT_SPARSE_MMA_ALIGN8=1 at plan creation) */
     mutable std::mutex mu;  /* tuned */
@@ -918,6 +920,7 @@ bool mma_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P,
     if (!M.s.ok || (p->dtype == TSC_FLOAT32 && !p->tf32)) return false; /* TF32 only where allowed */
     const tsc::MmaCfgInfo cfg = tsc::mma_cfg_info(v.cfg);
     if (cfg.cl > 1 && !p->clusters) return false;
+    if (p->mma_no_cl28 && (cfg.cl == 2 || cfg.cl == 8)) return false;
     if (!staged_params(p, M.s, cfg.th, cfg.tw, 1, cfg.cl, N, H, W, P, Q, x, y, &mp->s)) return false;
     mp->afrag = M.afrag;
     mp->koff = M.koff;
@@ -1128,6 +1131,7 @@ size_t device_bytes(const tsc_plan* p) {
 }
 
 /* Stable variant id: kind | cfg << 4 | log2(split) << 8 | lw_log2 << 12 | vec << 16. */
+static_assert(tsc::MMA_CFGS <= 16 && tsc::REUSE_CFGS <= 16, "a variant id holds the config in 4 bits");
 int32_t encode_variant(const Variant& v) {
     const int ns = v.nsplit >= 8 ? 3 : (v.nsplit >= 4 ? 2 : (v.nsplit >= 2 ? 1 : 0));
     return (int32_t)(v.kind | (v.cfg << 4) | (ns << 8) | (v.lw_log2 << 12) | (v.vec << 16));
@@ -1458,6 +1462,7 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         p->tma = p->clusters && tma_available(); /* see encode_input_map */
         p->mma_sorted = env_flag("TRT_SPARSE_MMA_SORTED");
         p->mma_align8 = env_flag("TRT_SPARSE_MMA_ALIGN8");
+        p->mma_no_cl28 = env_flag("TRT_SPARSE_MMA_NO_CL28");
     }
     int optin = 48 * 1024;
     if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess || optin < 48 * 1024)

@@ -200,8 +200,13 @@ cudaError_t reuse_set_smem_limit_f16(int bytes);
     X(8, 8, 16, 1, 4, 2, 4, 4) \
     X(9, 16, 16, 2, 4, 1, 8, 1) \
     X(10, 8, 8, 1, 1, 8, 8, 1) \
-    X(11, 8, 8, 1, 1, 8, 8, 4)
-static const int MMA_CFGS = 12;
+    X(11, 8, 8, 1, 1, 8, 8, 4) \
+    X(12, 8, 8, 2, 2, 2, 4, 8) \
+    X(13, 8, 8, 1, 2, 4, 4, 8) \
+    X(14, 8, 8, 2, 2, 2, 4, 2) \
+    X(15, 8, 8, 4, 2, 1, 4, 2)
+/* ids are serialized in tuned choices: append new configs, never reorder (12-15: clusters of 8 and 2, round 14) */
+static const int MMA_CFGS = 16;
 struct MmaCfgInfo { int th, tw, wg, wp, ws, nt, cl; };
 inline MmaCfgInfo mma_cfg_info(int id) {
     static const MmaCfgInfo t[MMA_CFGS] = {
