@@ -4,8 +4,9 @@
         [--sparsity 0.9] [--dtype fp32 fp16] [--batch 1 8] [--family smem] [--top 3] [--json OUT.json]
 
 Per case, two plans of the same seeded weights are created: A without the variable, B with it. Every variant of
-`--family` is timed on plan B, then the `--top` fastest of them are timed again on both plans, interleaved
-(A, B, A, B; best of each), with CUDA-graph replays (bench/variant_times.py's timer). Prints and writes per case
+`--family` is timed on its plan, then the `--top` fastest of each plan (matched by name: a switch may add or
+remove candidates) are timed again on every plan that has them, interleaved (A, B, A, B; best of each), with
+CUDA-graph replays (bench/variant_times.py's timer). Prints and writes per case
 the best time of A and B and B / A (> 1: A faster), and the geometric mean over the cases. cuDNN is not involved.
 """
 import argparse
@@ -55,18 +56,24 @@ def main():
         tdt = torch.float16 if dtype == "fp16" else torch.float32
         x = torch.randn(batch, lay["C"], lay["H"], lay["W"], device="cuda").to(tdt)
         y = torch.empty(pa.output_shape(tuple(x.shape)), device="cuda", dtype=tdt)
-        names = pb.variants(batch, lay["H"], lay["W"])
-        fam = [(i, n) for i, n in enumerate(names) if family(n) == a.family]
-        if not fam:
+        # variants by name per plan: a switch may change the candidate list (e.g. leave configs out), so
+        # indices differ between the plans; a variant is timed only on the plan(s) that have it
+        idx_a = {n: i for i, n in enumerate(pa.variants(batch, lay["H"], lay["W"])) if family(n) == a.family}
+        idx_b = {n: i for i, n in enumerate(pb.variants(batch, lay["H"], lay["W"])) if family(n) == a.family}
+        if not idx_a or not idx_b:
             continue
-        first = sorted((_time_us(lambda: pb.enqueue_variant(i, x, y)), i, n) for i, n in fam)
+        first_a = sorted((_time_us(lambda: pa.enqueue_variant(i, x, y)), n) for n, i in idx_a.items())
+        first_b = sorted((_time_us(lambda: pb.enqueue_variant(i, x, y)), n) for n, i in idx_b.items())
+        picked = list(dict.fromkeys([n for _, n in first_b[:a.top]] + [n for _, n in first_a[:a.top]]))
         ta, tb = {}, {}
-        for _, i, n in first[:a.top]:
+        for n in picked:
             for _rep in range(2):
-                t = _time_us(lambda: pa.enqueue_variant(i, x, y))
-                ta[n] = min(ta.get(n, t), t)
-                t = _time_us(lambda: pb.enqueue_variant(i, x, y))
-                tb[n] = min(tb.get(n, t), t)
+                if n in idx_a:
+                    t = _time_us(lambda: pa.enqueue_variant(idx_a[n], x, y))
+                    ta[n] = min(ta.get(n, t), t)
+                if n in idx_b:
+                    t = _time_us(lambda: pb.enqueue_variant(idx_b[n], x, y))
+                    tb[n] = min(tb.get(n, t), t)
         best_a, best_b = min(ta.values()), min(tb.values())
         row = {"layer": lay["name"], "batch": batch, "dtype": dtype, "sparsity": sp,
                "a_us": ta, "b_us": tb, "best_a_us": best_a, "best_b_us": best_b,

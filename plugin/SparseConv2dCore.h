@@ -128,7 +128,7 @@ struct Tactic
 };
 extern char const* const kTacticField; // "tactic"
 constexpr int32_t kTacticLength = 5;
-constexpr int32_t kTacticIdLimit = 1 << 17; // ids are below this (plugin/kernels/sparse_conv.cu encoding)
+constexpr int32_t kTacticIdLimit = 1 << 21; // ids are below this (plugin/kernels/sparse_conv.cu kVariantIdLimit)
 // True if every value is in range (id in [0, kTacticIdLimit), n/h/w >= 1, dtype 0 or 1).
 bool checkTactic(Tactic const& t);
 // Reads "tactic" from a field collection: absent -> t invalid and true; present and malformed

@@ -324,6 +324,42 @@ def test_plan_memory_is_lazy():
     assert b_t <= b0 + 12 * nnz + 256 * 1024, (b0, b_t)  # at most one extra layout
 
 
+def _mma_variant_id(cfg, split_log2=0):
+    """plugin/kernels/sparse_conv.cu encode_variant for a tensor-core (kind 5) config: the config's low 4 bits at
+    bit 4, its high bits at bit 17."""
+    return 5 | ((cfg & 15) << 4) | (split_log2 << 8) | ((cfg >> 4) << 17)
+
+
+def test_choice_of_config_ids_above_15():
+    """Tensor-core configs 16+ (ids with bits 17+) round-trip through set_choice / get_choice and run correctly;
+    the id of a config past the table is refused."""
+    seed = secrets.randbits(32)
+    rng = np.random.default_rng(seed)
+    sw = random_sparse_weight(rng, 64, 128, 3, 3, 0.9)
+    xt = torch.from_numpy(rng.standard_normal((1, 128, 7, 7)).astype(np.float32)).to("cuda", torch.float16)
+    ref = reference.sparse_conv2d(xt.float().cpu().numpy().astype(np.float64), sw, None, (1, 1), (1, 1, 1, 1),
+                                  (1, 1), 0)
+    plan = tcuda.SparseConvPlan(sw, None, (1, 1), (1, 1, 1, 1), (1, 1), 0, 0.0, 6.0, "fp16")
+    names = plan.variants(1, 7, 7)
+    cfg19 = "mma(tile=8x8,groups=4,nt=4,split=1,cluster=8)"
+    if cfg19 not in names:
+        pytest.skip("needs the tensor-core cluster configs (sm_90): variants are " + ", ".join(names))
+    y = torch.empty(plan.output_shape(tuple(xt.shape)), device="cuda", dtype=torch.float16)
+    for cfg in (16, 19):  # groups=4 with clusters of 4 and 8
+        vid = _mma_variant_id(cfg)
+        assert vid >= 1 << 17
+        plan.set_choice(1, 7, 7, vid)
+        assert plan.get_choice(1, 7, 7) == vid
+        y.fill_(float("nan"))
+        plan.enqueue(xt, y)
+        torch.cuda.synchronize()
+        err = _rel_err(y.float().cpu().numpy(), ref)
+        assert err < TOL["fp16"], (seed, cfg, plan.describe(), err)
+    with pytest.raises(tcuda.KernelError, match="TSC_ERR_INVALID_ARGUMENT"):
+        plan.set_choice(1, 7, 7, _mma_variant_id(255))
+    assert plan.get_choice(1, 7, 7) == _mma_variant_id(19)
+
+
 @pytest.mark.parametrize("dtype", ["fp32", "fp16"])
 def test_choice_roundtrip_and_validation(dtype):
     """get_choice after tune, set_choice on a fresh plan of the same weights reproduces it (and runs

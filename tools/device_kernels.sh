@@ -158,8 +158,8 @@ if has ab-order && fits 90; then
   mma_ab order TRT_SPARSE_MMA_SORTED=1 "fp16 mma k-steps in bank-aware order (A) vs sorted order (B: TRT_SPARSE_MMA_SORTED=1)"
 fi
 if has ab-cl28 && fits 120; then
-  say "A/B in one process: fp16 mma with the cluster-2 / cluster-8 configs (A) vs without (B: TRT_SPARSE_MMA_NO_CL28=1)"
-  timeout 300 python3 bench/env_ab.py --env TRT_SPARSE_MMA_NO_CL28=1 --family mma --batch 1 8 --sparsity 0.9 0.95 \
+  say "A/B in one process: fp16 mma with the round-14 cluster configs (A) vs the round-13 configs only (B: TRT_SPARSE_MMA_CFG_LIMIT=12)"
+  timeout 300 python3 bench/env_ab.py --env TRT_SPARSE_MMA_CFG_LIMIT=12 --family mma --batch 1 8 --sparsity 0.9 0.95 \
     --dtype fp16 --only $(S1_LAYERS) --json "$OUT/ab_cl28.json" >"$OUT/ab_cl28.log" 2>&1 || status=1
   tail -3 "$OUT/ab_cl28.log"
 fi

@@ -131,8 +131,8 @@ struct tsc_plan {
     bool tf32 = false;     /* fp32 plans may run TF32 tensor-core variants (tsc_plan_set_math; off by default) */
     bool mma_sorted = false; /* tensor-core k-steps in sorted position order, not mma_bank_order (A/B switch:
                               * TRT_SPARSE_MMA_SORTED=1 at plan creation) */
-    bool mma_no_cl28 = false; /* tensor-core configs with clusters of 2 or 8 left out of the candidates (A/B switch:
-                               * TRT_SPARSE_MMA_NO_CL28=1) */
+    int mma_cfg_limit = tsc::MMA_CFGS; /* tensor-core configs with ids >= this are left out of the candidates (A/B
+                                        * switch: TRT_SPARSE_MMA_CFG_LIMIT=12 keeps the round-13 configs) */
     bool mma_align8 = false; /* fp16 8-wide tensor-core tiles in 16-byte (TMA-able) units too (A/B switch:
                               * TRT_SPARSE_MMA_ALIGN8=1 at plan creation) */
     mutable std::mutex mu;  /* tuned */
@@ -915,12 +915,11 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
 /* Launch parameters of a tensor-core variant; false if it cannot run this shape. */
 bool mma_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P, int Q, const void* x, void* y,
                 tsc::MmaParams* mp) {
-    if (v.cfg < 0 || v.cfg >= tsc::MMA_CFGS) return false; /* NCHW and NHWC */
+    if (v.cfg < 0 || v.cfg >= tsc::MMA_CFGS || v.cfg >= p->mma_cfg_limit) return false; /* NCHW and NHWC */
     const MmaLayout& M = p->mlay[v.cfg];
     if (!M.s.ok || (p->dtype == TSC_FLOAT32 && !p->tf32)) return false; /* TF32 only where allowed */
     const tsc::MmaCfgInfo cfg = tsc::mma_cfg_info(v.cfg);
     if (cfg.cl > 1 && !p->clusters) return false;
-    if (p->mma_no_cl28 && (cfg.cl == 2 || cfg.cl == 8)) return false;
     if (!staged_params(p, M.s, cfg.th, cfg.tw, 1, cfg.cl, N, H, W, P, Q, x, y, &mp->s)) return false;
     mp->afrag = M.afrag;
     mp->koff = M.koff;
@@ -939,11 +938,11 @@ void free_plan(tsc_plan* p) {
         cudaFree(p->lay[i].goff);
         cudaFree(p->lay[i].perm);
     }
-    for (int i = 0; i < 16; ++i) {
+    for (int i = 0; i < tsc::MMA_CFGS; ++i) {
         cudaFree(p->mlay[i].afrag);
         cudaFree(p->mlay[i].koff);
     }
-    for (int i = 0; i < 48; ++i) {
+    for (int i = 0; i < 32 + tsc::MMA_CFGS; ++i) {
         SmemLayout& L = i < 16 ? p->slay[i] : (i < 32 ? p->rlay[i - 16] : p->mlay[i - 32].s);
         cudaFree(L.entries);
         cudaFree(L.seg);
@@ -1032,7 +1031,8 @@ Variant heuristic_variant(const tsc_plan* p, int N, int H, int W, int P, int Q) 
 }
 
 /* ---- lazy layouts: a key per device layout (generic, tile kt 8/16/32, smem cfg) ---- */
-const int kKeyGeneric = 0, kKeyTile0 = 1, kKeySmem0 = 4, kKeyReuse0 = 4 + 16, kKeyMma0 = 4 + 32, kKeyCount = 4 + 48;
+const int kKeyGeneric = 0, kKeyTile0 = 1, kKeySmem0 = 4, kKeyReuse0 = 4 + 16, kKeyMma0 = 4 + 32,
+          kKeyCount = 4 + 32 + tsc::MMA_CFGS;
 
 int layout_key(const tsc_plan* p, const Variant& v) {
     if (v.kind == 1) return kKeyTile0 + lay_index(tsc::tile_cfg_info(p->geom, v.cfg).kt);
@@ -1126,21 +1126,24 @@ size_t device_bytes(const tsc_plan* p) {
     std::lock_guard<std::mutex> lock(p->bmu);
     size_t b = p->base_bytes;
     for (int i = 0; i < 3; ++i) b += p->lay[i].bytes;
-    for (int i = 0; i < 16; ++i) b += p->slay[i].bytes + p->rlay[i].bytes + p->mlay[i].s.bytes;
+    for (int i = 0; i < 16; ++i) b += p->slay[i].bytes + p->rlay[i].bytes;
+    for (int i = 0; i < tsc::MMA_CFGS; ++i) b += p->mlay[i].s.bytes;
     return b;
 }
 
-/* Stable variant id: kind | cfg << 4 | log2(split) << 8 | lw_log2 << 12 | vec << 16. */
-static_assert(tsc::MMA_CFGS <= 16 && tsc::REUSE_CFGS <= 16, "a variant id holds the config in 4 bits");
+/* Stable variant id (< kVariantIdLimit): kind | (cfg & 15) << 4 | log2(split) << 8 | lw_log2 << 12 | vec << 16 |
+ * (cfg >> 4) << 17. Ids of configs 0-15 are the same as before bits 17-20 existed (serialized choices stay valid). */
+const int32_t kVariantIdLimit = 1 << 21;
+static_assert(tsc::MMA_CFGS <= 256 && tsc::REUSE_CFGS <= 16, "a variant id holds the config in 8 bits");
 int32_t encode_variant(const Variant& v) {
     const int ns = v.nsplit >= 8 ? 3 : (v.nsplit >= 4 ? 2 : (v.nsplit >= 2 ? 1 : 0));
-    return (int32_t)(v.kind | (v.cfg << 4) | (ns << 8) | (v.lw_log2 << 12) | (v.vec << 16));
+    return (int32_t)(v.kind | ((v.cfg & 15) << 4) | (ns << 8) | (v.lw_log2 << 12) | (v.vec << 16) | ((v.cfg >> 4) << 17));
 }
 
 Variant decode_variant(int32_t id) {
     Variant v;
     v.kind = id & 15;
-    v.cfg = (id >> 4) & 15;
+    v.cfg = ((id >> 4) & 15) | (((id >> 17) & 15) << 4);
     v.nsplit = 1 << ((id >> 8) & 15);
     v.lw_log2 = (id >> 12) & 15;
     v.vec = (id >> 16) & 1;
@@ -1462,7 +1465,8 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         p->tma = p->clusters && tma_available(); /* see encode_input_map */
         p->mma_sorted = env_flag("TRT_SPARSE_MMA_SORTED");
         p->mma_align8 = env_flag("TRT_SPARSE_MMA_ALIGN8");
-        p->mma_no_cl28 = env_flag("TRT_SPARSE_MMA_NO_CL28");
+        if (const char* lim = std::getenv("TRT_SPARSE_MMA_CFG_LIMIT"))
+            p->mma_cfg_limit = std::max(0, std::min(tsc::MMA_CFGS, std::atoi(lim)));
     }
     int optin = 48 * 1024;
     if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess || optin < 48 * 1024)
@@ -1661,7 +1665,7 @@ tsc_status tsc_plan_set_choice(tsc_plan* plan, int32_t N, int32_t H, int32_t W, 
     int P = 0, Q = 0;
     tsc_status st = out_dims(&plan->d, H, W, &P, &Q);
     if (st != TSC_OK) return st;
-    if (variant_id < 0 || variant_id >= (1 << 17))
+    if (variant_id < 0 || variant_id >= kVariantIdLimit)
         return fail(TSC_ERR_INVALID_ARGUMENT, "unknown variant id " + std::to_string(variant_id));
     const Variant v = decode_variant(variant_id);
     const std::vector<Variant> cands = candidates(plan, N, H, W, P, Q, nullptr, nullptr);
