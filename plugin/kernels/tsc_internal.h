@@ -205,13 +205,10 @@ cudaError_t reuse_set_smem_limit_f16(int bytes);
     X(13, 8, 8, 1, 2, 4, 4, 8) \
     X(14, 8, 8, 2, 2, 2, 4, 2) \
     X(15, 8, 8, 4, 2, 1, 4, 2) \
-    X(16, 8, 8, 4, 2, 1, 4, 4) \
-    X(17, 8, 8, 1, 2, 4, 4, 2) \
-    X(18, 8, 8, 1, 1, 8, 8, 2) \
-    X(19, 8, 8, 4, 2, 1, 4, 8)
-/* ids are serialized in tuned choices: append new configs, never reorder (12-19: clusters of 2, 4 and 8 for
+    X(16, 8, 8, 4, 2, 1, 4, 8)
+/* ids are serialized in tuned choices: append new configs, never reorder (12-16: clusters of 2 and 8 for
  * grid-starved layers, round 14) */
-static const int MMA_CFGS = 20;
+static const int MMA_CFGS = 17;
 struct MmaCfgInfo { int th, tw, wg, wp, ws, nt, cl; };
 inline MmaCfgInfo mma_cfg_info(int id) {
     static const MmaCfgInfo t[MMA_CFGS] = {
