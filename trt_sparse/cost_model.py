@@ -37,14 +37,14 @@ from .reference import conv_output_size
 #: fitted coefficients per dtype: (sparse [s0..s3], dense [d0..d2]); see docs/PERFORMANCE.md
 COEFFS = {
     "fp32": {"sparse": [2.9173, 0.4379, 0.26, 0.0254, -0.2406], "dense": [0.0048, 0.4632, -0.1178]},
-    "fp16": {"sparse": [2.323, 0.0, 0.2886, 0.0, -0.2647, 0.4037], "dense": [-0.7002, 0.4987, -0.2014]},
+    "fp16": {"sparse": [2.0438, 0.0, 0.2914, 0.0, -0.2261, 0.3951], "dense": [-0.7357, 0.503, -0.1918]},
 }
 #: source of COEFFS (results files the fits came from, sparsity <= 0.99)
 FIT_SOURCE = ("fp32: bench/results/h200_round9_full.json + bench/results/h200_round9_sweep.json (H200, cuDNN 9.19, "
               "torch 2.11; round-9 kernels, the fp32 ones unchanged since: 0.99-1.01x of round 9 in rounds 10-12); "
-              "fp16: bench/results/h200_round13_full.json + bench/results/h200_round13_sweep.json (round-12/13 "
-              "tensor-core kernels: bank-aware k-step order, paired stores; 128 cases, 23 layers x batch 1 / 8 x "
-              "90 / 95% + 9 layers x batch 1 x 50-98%)")
+              "fp16: bench/results/h200_round14_full.json + bench/results/h200_round14_sweep.json (round-14 "
+              "tensor-core kernels: bank-aware k-step order, paired stores, cluster-2 / cluster-8 configs; 128 cases, "
+              "23 layers x batch 1 / 8 x 90 / 95% + 9 layers x batch 1 x 50-98%)")
 #: the dense time each dtype's speedup is measured against (bench-kernels `dense_us` key)
 DENSE_BASELINE = {"fp32": "tf32_best", "fp16": "fp16_best"}
 #: assumed slowdown of the generic kernel vs the register-tile kernel (not measured by the sweep)
