@@ -324,10 +324,10 @@ def test_plan_memory_is_lazy():
     assert b_t <= b0 + 12 * nnz + 256 * 1024, (b0, b_t)  # at most one extra layout
 
 
-def _mma_variant_id(cfg, split_log2=0):
+def _mma_variant_id(cfg):
     """plugin/kernels/sparse_conv.cu encode_variant for a tensor-core (kind 5) config: the config's low 4 bits at
     bit 4, its high bits at bit 17."""
-    return 5 | ((cfg & 15) << 4) | (split_log2 << 8) | ((cfg >> 4) << 17)
+    return 5 | ((cfg & 15) << 4) | ((cfg >> 4) << 17)
 
 
 def test_choice_of_config_ids_above_15():

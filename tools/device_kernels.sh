@@ -3,7 +3,7 @@
 #   [DEADLINE=S] bash tools/device_kernels.sh [build] [test] [sanitize] [sanitize-quick] [racecheck-quick] [plan-memory] [bench-quick]
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
 #                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma] [ab-mma] [ab-small]
-#                                             [probe] [probe-mma] [variants-reuse] [ab-layout] [ab-order] [ab-align8] [ab-cl28]
+#                                             [probe] [probe-mma] [variants-reuse] [ab-layout] [ab-order] [ab-align8] [ab-clusters]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Stages run in this file's order (build, test, sanitizers, ..., bench-full, the A/B stages, ...), not in the order
@@ -157,11 +157,11 @@ fi
 if has ab-order && fits 90; then
   mma_ab order TRT_SPARSE_MMA_SORTED=1 "fp16 mma k-steps in bank-aware order (A) vs sorted order (B: TRT_SPARSE_MMA_SORTED=1)"
 fi
-if has ab-cl28 && fits 120; then
+if has ab-clusters && fits 120; then
   say "A/B in one process: fp16 mma with the round-14 cluster configs (A) vs the round-13 configs only (B: TRT_SPARSE_MMA_CFG_LIMIT=12)"
   timeout 300 python3 bench/env_ab.py --env TRT_SPARSE_MMA_CFG_LIMIT=12 --family mma --batch 1 8 --sparsity 0.9 0.95 \
-    --dtype fp16 --only $(S1_LAYERS) --json "$OUT/ab_cl28.json" >"$OUT/ab_cl28.log" 2>&1 || status=1
-  tail -3 "$OUT/ab_cl28.log"
+    --dtype fp16 --only $(S1_LAYERS) --json "$OUT/ab_clusters.json" >"$OUT/ab_clusters.log" 2>&1 || status=1
+  tail -3 "$OUT/ab_clusters.log"
 fi
 if has ab-align8 && fits 90; then
   mma_ab align8 TRT_SPARSE_MMA_ALIGN8=1 \

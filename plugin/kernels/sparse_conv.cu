@@ -118,7 +118,7 @@ struct tsc_plan {
     TileLayout lay[3]; /* kt = 8, 16, 32 (kt == 0: not available for this plan) */
     SmemLayout slay[16]; /* per kSmemCfgs entry (NCHW plans; ok: available) */
     SmemLayout rlay[16]; /* per register-reuse config (tsc::REUSE_CFGS; ok: available) */
-    MmaLayout mlay[tsc::MMA_CFGS]; /* per tensor-core config ( fp16 NCHW plans on sm_80+) */
+    MmaLayout mlay[tsc::MMA_CFGS]; /* per tensor-core config (fp16, or fp32 with TF32; sm_80+) */
     /* validated canonical CSR kept on the host to build layouts later */
     std::vector<int32_t> h_rowoff, h_idx;
     std::vector<float> h_val;
@@ -915,7 +915,7 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
 /* Launch parameters of a tensor-core variant; false if it cannot run this shape. */
 bool mma_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P, int Q, const void* x, void* y,
                 tsc::MmaParams* mp) {
-    if (v.cfg < 0 || v.cfg >= tsc::MMA_CFGS || v.cfg >= p->mma_cfg_limit) return false; /* NCHW and NHWC */
+    if (v.cfg < 0 || v.cfg >= p->mma_cfg_limit) return false; /* NCHW and NHWC; the limit is <= tsc::MMA_CFGS */
     const MmaLayout& M = p->mlay[v.cfg];
     if (!M.s.ok || (p->dtype == TSC_FLOAT32 && !p->tf32)) return false; /* TF32 only where allowed */
     const tsc::MmaCfgInfo cfg = tsc::mma_cfg_info(v.cfg);
