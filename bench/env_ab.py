@@ -1,7 +1,8 @@
 """A/B of a plan-creation environment switch in one process (e.g. TRT_SPARSE_NO_TMA=1: TMA vs cp.async staging).
 
     python3 bench/env_ab.py --env TRT_SPARSE_NO_TMA=1 [--layers bench/layers.json] [--only NAME ...]
-        [--sparsity 0.9] [--dtype fp32 fp16] [--batch 1 8] [--family smem] [--top 3] [--json OUT.json]
+        [--sparsity 0.9] [--dtype fp32 fp16] [--batch 1 8] [--family smem] [--top 3] [--pattern vector:16]
+        [--json OUT.json]
 
 Per case, two plans of the same seeded weights are created: A without the variable, B with it. Every variant of
 `--family` is timed on its plan, then the `--top` fastest of each plan (matched by name: a switch may add or
@@ -47,11 +48,14 @@ def main():
     ap.add_argument("--batch", type=int, nargs="+", default=[1])
     ap.add_argument("--family", default="smem")
     ap.add_argument("--top", type=int, default=3)
+    ap.add_argument("--pattern", default="unstructured", help="unstructured or vector:V (prune --pattern)")
     ap.add_argument("--json")
     a = ap.parse_args()
+    from trt_sparse.prune import parse_pattern
+    vec = parse_pattern(a.pattern)
     env_name, _, env_value = a.env.partition("=")
     rows = []
-    for lay, batch, dtype, sp, _, sw in seeded_cases(a):
+    for lay, batch, dtype, sp, _, sw in seeded_cases(a, vec):
         pa, pb = _plan(sw, lay, dtype, env_name, None), _plan(sw, lay, dtype, env_name, env_value)
         tdt = torch.float16 if dtype == "fp16" else torch.float32
         x = torch.randn(batch, lay["C"], lay["H"], lay["W"], device="cuda").to(tdt)
@@ -75,7 +79,7 @@ def main():
                     t = _time_us(lambda: pb.enqueue_variant(idx_b[n], x, y))
                     tb[n] = min(tb.get(n, t), t)
         best_a, best_b = min(ta.values()), min(tb.values())
-        row = {"layer": lay["name"], "batch": batch, "dtype": dtype, "sparsity": sp,
+        row = {"layer": lay["name"], "batch": batch, "dtype": dtype, "sparsity": sp, "pattern": a.pattern,
                "a_us": ta, "b_us": tb, "best_a_us": best_a, "best_b_us": best_b,
                "b_over_a": best_b / best_a, "describe_a": pa.describe(), "describe_b": pb.describe()}
         rows.append(row)
