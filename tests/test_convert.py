@@ -9,7 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 from trt_sparse import format as fmt
 from trt_sparse.convert import (PLUGIN_DOMAIN, PLUGIN_OP, ConvertOptions, check_output_model, convert_model)
 from trt_sparse.errors import TrtSparseError
-from trt_sparse.policy import MeasuredPolicy, ModelPolicy, ThresholdPolicy, make_policy
+from trt_sparse.policy import DEFAULT_MODEL_MARGIN, MeasuredPolicy, ModelPolicy, ThresholdPolicy, make_policy
 from trt_sparse.verify import sparse_node_params, verify_models
 
 pytest.importorskip("onnxruntime", reason="onnxruntime not installed (pip install -e '.[test]')")
@@ -392,6 +392,31 @@ def test_model_policy_uses_predicted_speedup():
     assert (nnz, batch, dtype) == (int(round(0.1 * 8 * 4 * 9)), 4, "fp16")
 
 
+@pytest.mark.parametrize("margin, decision", [(None, "dense"), (1.0, "sparse"), (1.3, "dense")])
+def test_model_policy_margin(margin, decision):
+    """A layer predicted 1.2x faster stays dense under the default margin (within the model's error), is converted
+    with --model-margin 1; a layer predicted 2x is converted under every margin here."""
+    def predict(layer, nnz, batch, dtype):
+        return 1.2 if layer["R"] == 3 else 2.0
+
+    policy = ModelPolicy(0.0, predict=predict, **({} if margin is None else {"margin": margin}))
+    assert policy.describe()["margin"] == (DEFAULT_MODEL_MARGIN if margin is None else margin)
+    res = convert_model(_two_layer_model(), ConvertOptions(policy=policy))
+    by = {layer.name: layer for layer in res.layers}
+    assert by["a"].decision == decision, by["a"].reason
+    if decision == "dense":
+        assert "within the model's error" in by["a"].reason and "1.20x" in by["a"].reason
+    assert by["b"].decision == "sparse"
+
+
+def test_model_margin_validation():
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(TrtSparseError, match="--model-margin"):
+            make_policy("model", model_margin=bad)
+    with pytest.raises(TrtSparseError, match="only used with --policy model"):
+        make_policy("threshold", model_margin=1.1)
+
+
 def test_model_policy_without_cost_model_is_a_clear_error(monkeypatch):
     import sys
 
@@ -511,10 +536,12 @@ def test_weights_auto_uses_packed32_only_where_lossless():
 
 def test_model_policy_with_the_real_cost_model():
     cost_model = pytest.importorskip("trt_sparse.cost_model", reason="trt_sparse.cost_model not in this checkout")
-    res = convert_model(_two_layer_model(), ConvertOptions(policy=make_policy("model", batch=2, dtype="fp32")))
+    policy = make_policy("model", batch=2, dtype="fp32")
+    res = convert_model(_two_layer_model(), ConvertOptions(policy=policy))
+    assert policy.margin == DEFAULT_MODEL_MARGIN > 1.0
     for layer in res.layers:
         assert layer.predicted_speedup is not None
-        assert layer.converted == (layer.predicted_speedup > 1.0)
+        assert layer.converted == (layer.predicted_speedup > policy.margin)
     a = res.layers[0]
     expected = cost_model.predict_speedup({"C": 4, "K": 8, "R": 3, "S": 3, "H": 12, "W": 12, "stride_h": 1,
                                            "stride_w": 1, "pads": [1, 1, 1, 1], "dilation_h": 1,

@@ -217,3 +217,22 @@ def test_model_policy_without_cost_model(tmp_path, capsys, monkeypatch):
     rc, _, err = run_cli(capsys, "convert", src, "-o", tmp_path / "o.onnx", "--policy", "model")
     assert_one_line_error(rc, err, "cost model not available")
     assert not (tmp_path / "o.onnx").exists()
+
+
+def test_model_margin_flag(tmp_path, capsys):
+    """--model-margin reaches the model policy (written to the report); with another policy it is a one-line error
+    and nothing is written."""
+    src = write(small_model(), tmp_path / "m.onnx")
+    rc, _, err = run_cli(capsys, "convert", src, "-o", tmp_path / "t.onnx", "--model-margin", "1.1")
+    assert_one_line_error(rc, err, "only used with --policy model")
+    assert not (tmp_path / "t.onnx").exists()
+    rc, _, err = run_cli(capsys, "convert", src, "-o", tmp_path / "z.onnx", "--policy", "model", "--model-margin", "0")
+    assert_one_line_error(rc, err, "--model-margin must be")
+    assert not (tmp_path / "z.onnx").exists()
+    for margin in ("1", "3.5"):
+        out = tmp_path / "o{}.onnx".format(margin)
+        rc, _, err = run_cli(capsys, "convert", src, "-o", out, "--policy", "model", "--model-margin", margin,
+                             "--report", tmp_path / "r{}.json".format(margin))
+        assert rc == 0, err
+        report = json.loads((tmp_path / "r{}.json".format(margin)).read_text())
+        assert report["options"]["policy"]["margin"] == float(margin)

@@ -9,7 +9,7 @@ HELP = "rewrite pruned Conv nodes of an ONNX model into SparseConv2d plugin node
 
 def add_arguments(p):
     """Flags of ``trt-sparse convert``."""
-    from ..policy import DEFAULT_MIN_SPARSITY, POLICIES
+    from ..policy import DEFAULT_MIN_SPARSITY, DEFAULT_MODEL_MARGIN, POLICIES
 
     p.add_argument("input", help="ONNX model with pruned (sparse) Conv weights")
     p.add_argument("-o", "--output", required=True, help="rewritten ONNX model (never the input)")
@@ -20,6 +20,9 @@ def add_arguments(p):
                    help="convert only layers at least this sparse (default {} for threshold, 0 for "
                         "model/measured)".format(DEFAULT_MIN_SPARSITY))
     p.add_argument("--measurements", metavar="FILE", help="trt-sparse bench-kernels JSON for --policy measured")
+    p.add_argument("--model-margin", type=float, default=None, metavar="X",
+                   help="--policy model converts a layer only if its predicted speedup is > X (default {:g}, about "
+                        "one median model error; 1 converts every predicted win)".format(DEFAULT_MODEL_MARGIN))
     p.add_argument("--batch", type=int, default=1,
                    help="batch size for the dynamic batch dim (speed policies, shape inference, verification)")
     p.add_argument("--dtype", choices=("auto", "fp32", "fp16"), default="auto",
@@ -85,7 +88,7 @@ def run(args):
         raise TrtSparseError("--measurements is only used with --policy measured")
     model = load_model(args.input)
     dtype = None if args.dtype == "auto" else args.dtype
-    policy = make_policy(args.policy, args.min_sparsity, args.measurements, args.batch, dtype)
+    policy = make_policy(args.policy, args.min_sparsity, args.measurements, args.batch, dtype, args.model_margin)
     options = ConvertOptions(policy=policy, weights=args.weights, fuse=not args.no_fuse,
                              input_shapes=shapes, batch=args.batch, exclude=args.exclude,
                              allow_tf32=args.allow_tf32)
