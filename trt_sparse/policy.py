@@ -74,7 +74,7 @@ class ModelPolicy(ThresholdPolicy):
     def __init__(self, min_sparsity=0.0, batch=1, dtype="fp32", predict=None, margin=DEFAULT_MODEL_MARGIN):
         super(ModelPolicy, self).__init__(min_sparsity)
         margin = float(margin)
-        if not margin > 0.0 or margin != margin or margin == float("inf"):
+        if not 0.0 < margin < float("inf"):  # also refuses NaN
             raise TrtSparseError("--model-margin must be a finite number > 0, got {}".format(margin))
         self.margin = margin
         self.batch = int(batch)
