@@ -38,6 +38,12 @@ def _plan(sw, lay, dtype, env_name, env_value):
             os.environ[env_name] = old
 
 
+def _family_timed(plan, lay, batch, family_name, x, y):
+    """{name: index} of the plan's variants of the family, and [(first time, name)] sorted (fastest first)."""
+    idx = {n: i for i, n in enumerate(plan.variants(batch, lay["H"], lay["W"])) if family(n) == family_name}
+    return idx, sorted((_time_us(lambda: plan.enqueue_variant(i, x, y)), n) for n, i in idx.items())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--env", required=True, metavar="NAME=VALUE", help="set for plan B only")
@@ -62,12 +68,10 @@ def main():
         y = torch.empty(pa.output_shape(tuple(x.shape)), device="cuda", dtype=tdt)
         # variants by name per plan: a switch may change the candidate list (e.g. leave configs out), so
         # indices differ between the plans; a variant is timed only on the plan(s) that have it
-        idx_a = {n: i for i, n in enumerate(pa.variants(batch, lay["H"], lay["W"])) if family(n) == a.family}
-        idx_b = {n: i for i, n in enumerate(pb.variants(batch, lay["H"], lay["W"])) if family(n) == a.family}
+        idx_a, first_a = _family_timed(pa, lay, batch, a.family, x, y)
+        idx_b, first_b = _family_timed(pb, lay, batch, a.family, x, y)
         if not idx_a or not idx_b:
             continue
-        first_a = sorted((_time_us(lambda: pa.enqueue_variant(i, x, y)), n) for n, i in idx_a.items())
-        first_b = sorted((_time_us(lambda: pb.enqueue_variant(i, x, y)), n) for n, i in idx_b.items())
         picked = list(dict.fromkeys([n for _, n in first_b[:a.top]] + [n for _, n in first_a[:a.top]]))
         ta, tb = {}, {}
         for n in picked:

@@ -143,11 +143,11 @@ if has ab-tma && fits 90; then
     --json "$OUT/ab_tma.json" >"$OUT/ab_tma.log" 2>&1 || status=1
   tail -3 "$OUT/ab_tma.log"
 fi
-# mma_ab NAME ENV=VALUE TEXT: same-process A/B of the fp16 mma variants, plan B created with ENV=VALUE (bench/env_ab.py;
-# 90%, batch 1 / 8, the 3x3 stride-1 layers), results in $OUT/ab_NAME.json
+# mma_ab NAME ENV=VALUE TEXT [SPARSITIES]: same-process A/B of the fp16 mma variants, plan B created with ENV=VALUE
+# (bench/env_ab.py; default 90%, batch 1 / 8, the 3x3 stride-1 layers), results in $OUT/ab_NAME.json
 mma_ab() {
   say "A/B in one process: $3"
-  timeout 240 python3 bench/env_ab.py --env "$2" --family mma --batch 1 8 --sparsity 0.9 --dtype fp16 \
+  timeout 300 python3 bench/env_ab.py --env "$2" --family mma --batch 1 8 --sparsity ${4:-0.9} --dtype fp16 \
     --only $(S1_LAYERS) --json "$OUT/ab_$1.json" >"$OUT/ab_$1.log" 2>&1 || status=1
   tail -3 "$OUT/ab_$1.log"
 }
@@ -158,10 +158,8 @@ if has ab-order && fits 90; then
   mma_ab order TRT_SPARSE_MMA_SORTED=1 "fp16 mma k-steps in bank-aware order (A) vs sorted order (B: TRT_SPARSE_MMA_SORTED=1)"
 fi
 if has ab-clusters && fits 120; then
-  say "A/B in one process: fp16 mma with the round-14 cluster configs (A) vs the round-13 configs only (B: TRT_SPARSE_MMA_CFG_LIMIT=12)"
-  timeout 300 python3 bench/env_ab.py --env TRT_SPARSE_MMA_CFG_LIMIT=12 --family mma --batch 1 8 --sparsity 0.9 0.95 \
-    --dtype fp16 --only $(S1_LAYERS) --json "$OUT/ab_clusters.json" >"$OUT/ab_clusters.log" 2>&1 || status=1
-  tail -3 "$OUT/ab_clusters.log"
+  mma_ab clusters TRT_SPARSE_MMA_CFG_LIMIT=12 \
+    "fp16 mma with the round-14 cluster configs (A) vs the round-13 configs only (B: TRT_SPARSE_MMA_CFG_LIMIT=12)" "0.9 0.95"
 fi
 if has ab-align8 && fits 90; then
   mma_ab align8 TRT_SPARSE_MMA_ALIGN8=1 \

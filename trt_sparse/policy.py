@@ -19,9 +19,9 @@ from .jsonio import load_json
 
 DEFAULT_MIN_SPARSITY = 0.8
 #: ``--policy model`` converts a layer only if its predicted speedup exceeds this. The model's median abs log error
-#: is ~0.2 (x1.22); on the round-14 H200 runs (346 cases, docs/PERFORMANCE.md) a margin of 1.25 instead of 1.0 cut
-#: the converted cases that were slower than dense from 19 of 66 to 7 of 43 (worst 0.46x -> 0.77x) at a slightly better
-#: geomean over the per-layer choices (1.032x -> 1.034x of all-dense).
+#: is ~0.2 (x1.22); on the round-14 H200 runs (346 cases, docs/PERFORMANCE.md) a margin of 1.25 instead of 1.0
+#: cut the converted cases that were slower than dense from 19 of 66 to 7 of 43 (worst 0.46x -> 0.77x) at a
+#: slightly better geomean over the per-layer choices (1.032x -> 1.034x of all-dense).
 DEFAULT_MODEL_MARGIN = 1.25
 POLICIES = ("threshold", "model", "measured")
 

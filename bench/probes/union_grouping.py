@@ -9,19 +9,18 @@ weights of an ONNX model (`--onnx FILE`, every Conv with a 4-D initializer weigh
     python3 bench/probes/union_grouping.py [--onnx model.onnx] [--seed 0]
 """
 import argparse
+import os
+import sys
 
 import numpy as np
 
-GROUP = 16
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from trt_sparse.cost_model import TC_GROUP as GROUP, measured_union_fraction  # noqa: E402
 
 
 def union_fraction(mask, groups):
     """Mean over groups of the share of positions any row of the group uses."""
     return float(np.mean([mask[g].any(0).mean() for g in groups]))
-
-
-def natural_groups(k):
-    return [list(range(i, min(i + GROUP, k))) for i in range(0, k, GROUP)]
 
 
 def greedy_groups(mask):
@@ -45,7 +44,7 @@ def greedy_groups(mask):
 
 
 def report(name, mask):
-    nat = union_fraction(mask, natural_groups(mask.shape[0]))
+    nat = measured_union_fraction(mask)  # natural order: what the kernels and the cost model use
     gre = union_fraction(mask, greedy_groups(mask))
     print("{:40s} K={:5d} density {:.3f}: union natural {:.3f}, greedy {:.3f} ({:.2f}x fewer positions)".format(
         name, mask.shape[0], mask.mean(), nat, gre, nat / gre if gre else float("nan")))
