@@ -4,6 +4,7 @@
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
 #                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma] [ab-mma] [ab-small]
 #                                             [probe] [probe-mma] [variants-reuse] [ab-layout] [ab-order] [ab-align8] [ab-clusters]
+#                                             [ab-pf2] [ab-bigchunk]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Stages run in this file's order (build, test, sanitizers, ..., bench-full, the A/B stages, ...), not in the order
@@ -145,10 +146,11 @@ if has ab-tma && fits 90; then
 fi
 # mma_ab NAME ENV=VALUE TEXT [SPARSITIES]: same-process A/B of the fp16 mma variants, plan B created with ENV=VALUE
 # (bench/env_ab.py; default 90%, batch 1 / 8, the 3x3 stride-1 layers), results in $OUT/ab_NAME.json
+# (a fifth argument adds env_ab.py options, e.g. "--pattern vector:16 --batch 1" or "--family smem --dtype fp32")
 mma_ab() {
   say "A/B in one process: $3"
   timeout 300 python3 bench/env_ab.py --env "$2" --family mma --batch 1 8 --sparsity ${4:-0.9} --dtype fp16 \
-    --only $(S1_LAYERS) --json "$OUT/ab_$1.json" >"$OUT/ab_$1.log" 2>&1 || status=1
+    --only $(S1_LAYERS) ${5:-} --json "$OUT/ab_$1.json" >"$OUT/ab_$1.log" 2>&1 || status=1
   tail -3 "$OUT/ab_$1.log"
 }
 if has ab-mma && fits 90; then
@@ -160,6 +162,17 @@ fi
 if has ab-clusters && fits 120; then
   mma_ab clusters TRT_SPARSE_MMA_CFG_LIMIT=12 \
     "fp16 mma with the round-14 cluster configs (A) vs the round-13 configs only (B: TRT_SPARSE_MMA_CFG_LIMIT=12)" "0.9 0.95"
+fi
+if has ab-pf2 && fits 150; then
+  mma_ab pf2 TRT_SPARSE_ONE_CHUNK=1 \
+    "fp16 mma with two staged chunks in flight (A) vs one (B: TRT_SPARSE_ONE_CHUNK=1), unstructured 90 / 98%" "0.9 0.98"
+  mma_ab pf2_vector16 TRT_SPARSE_ONE_CHUNK=1 "the same, vector:16 95% batch 1" 0.95 "--pattern vector:16 --batch 1"
+  mma_ab pf2_smem TRT_SPARSE_ONE_CHUNK=1 "the same, fp32 smem variants, 90%" 0.9 "--family smem --dtype fp32"
+fi
+if has ab-bigchunk && fits 100; then
+  mma_ab bigchunk TRT_SPARSE_MMA_CFG_LIMIT=17 \
+    "fp16 mma with the 96 KB-staging configs (A) vs without (B: TRT_SPARSE_MMA_CFG_LIMIT=17)" "0.9 0.95"
+  mma_ab bigchunk_vector16 TRT_SPARSE_MMA_CFG_LIMIT=17 "the same, vector:16 95% batch 1" 0.95 "--pattern vector:16 --batch 1"
 fi
 if has ab-align8 && fits 90; then
   mma_ab align8 TRT_SPARSE_MMA_ALIGN8=1 \

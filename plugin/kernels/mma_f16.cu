@@ -2,13 +2,26 @@
 #include "mma_kernel.cuh"
 namespace tsc {
 cudaError_t launch_mma_f16(int cfg, const MmaParams& p, const TmaDesc* tmap, size_t smem, cudaStream_t s) {
-#define TSC_L(I, TH, TW, WG, WP, WS, NT, CL) \
+#define TSC_L(I, TH, TW, WG, WP, WS, NT, CL, SB) \
     case I: return launch_mma_cfg<__half, TH, TW, WG, WP, WS, NT, CL>(p, tmap, smem, s);
     switch (cfg) {
         TSC_MMA_FOR_EACH(TSC_L)
         default: return cudaErrorInvalidValue;
     }
 #undef TSC_L
+}
+
+cudaError_t mma_set_smem_limit_f16(int bytes) {
+    cudaError_t first = cudaSuccess;
+#define TSC_A(I, TH, TW, WG, WP, WS, NT, CL, SB)                                                                    \
+    if (SB > 48) {                                                                                                 \
+        const cudaError_t e = cudaFuncSetAttribute(mma_kernel<__half, TH, TW, WG, WP, WS, NT, CL>,                      \
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);           \
+        if (e != cudaSuccess && first == cudaSuccess) first = e;                                                   \
+    }
+    TSC_MMA_FOR_EACH(TSC_A)
+#undef TSC_A
+    return first;
 }
 
 bool mma_supported() {

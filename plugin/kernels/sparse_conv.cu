@@ -133,6 +133,8 @@ struct tsc_plan {
                               * TRT_SPARSE_MMA_SORTED=1 at plan creation) */
     int mma_cfg_limit = tsc::MMA_CFGS; /* tensor-core configs with ids >= this are left out of the candidates (A/B
                                         * switch: TRT_SPARSE_MMA_CFG_LIMIT=12 keeps the round-13 configs) */
+    bool one_chunk = false;  /* smem and tensor-core kernels keep one staged chunk in flight, not two (A/B switch:
+                              * TRT_SPARSE_ONE_CHUNK=1 at plan creation) */
     bool mma_align8 = false; /* fp16 8-wide tensor-core tiles in 16-byte (TMA-able) units too (A/B switch:
                               * TRT_SPARSE_MMA_ALIGN8=1 at plan creation) */
     mutable std::mutex mu;  /* tuned */
@@ -326,7 +328,7 @@ long long chunk_cstride(long long in_h, long long pitch, bool nhwc) {
 }
 
 bool staged_geometry(const tsc_conv_desc& d, int TH, int TW, int es, int cl, StagedGeom* g, int align = 4,
-                     bool nhwc = false) {
+                     bool nhwc = false, int budget = kSmemBudget, int max_cc = kSmemMaxCC) {
     /* align (elements): lead and pitch are multiples of it -- 4 (16-byte fp32 / 8-byte fp16 vector copies) or 8
      * for fp16 layouts whose TMA boxes must start 16-byte aligned (tensor-core layouts) */
     const long long in_h = (long long)(TH - 1) * d.stride_h + (long long)(d.R - 1) * d.dilation_h + 1;
@@ -334,8 +336,8 @@ bool staged_geometry(const tsc_conv_desc& d, int TH, int TW, int es, int cl, Sta
     const int lead = ((-d.pad_left) % align + align) % align;
     const long long pitch = (lead + in_w + align - 1) / align * align;
     const long long cstride = chunk_cstride(in_h, pitch, nhwc);
-    if (pitch > 256 || cstride * es * 2 > kSmemBudget) return false;
-    int cc = (int)std::min<long long>(std::min(d.C, kSmemMaxCC), kSmemBudget / (2 * cstride * es));
+    if (pitch > 256 || cstride * es * 2 > budget) return false;
+    int cc = (int)std::min<long long>(std::min(d.C, max_cc), budget / (2 * cstride * es));
     if (cl > 1) cc = std::min(cc, std::max(1, d.C / (2 * cl)));
     if (cc < 1) return false;
     g->lead = lead;
@@ -534,6 +536,7 @@ bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int n
     sp->bstride = L.bstride > 0 ? L.bstride : L.cc * L.cstride;
     sp->tma = 0; /* set by launch_variant where the TMA path applies */
     sp->mbar_off = L.mbar_off;
+    sp->pf2 = p->one_chunk ? 0 : 1;
     sp->st_nv = sp->vec ? L.pitch / 4 : L.pitch;
     if (narrow) { /* lead + the tile's input columns, in copy units */
         const long long cols = L.lead + (long long)(TW - 1) * p->d.stride_w + (long long)(p->d.S - 1) * p->d.dilation_w + 1;
@@ -786,8 +789,12 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
     /* fp16 tiles >= 16 wide: lead and pitch in 8-element (16-byte) units so that TMA boxes start 16-byte aligned
      * (1.05-1.25x on maps TMA can stage, same-process A/B). 8-wide tiles keep 4-element units: their pitch would
      * grow 16 -> 24 and the 8x8 configs measured 1.1-1.5x slower with it, TMA or not (h200_round10 runs). */
+    /* staging budget: 48 KB (no opt-in), or the config's larger one (96 KB: up to 128-channel chunks) where the
+     * device's opt-in allows it */
+    const int budget = cfg.sb * 1024;
+    if (budget > kSmemBudget && budget + 16 > p->smem_optin) return TSC_OK; /* not available on this device */
     if (!staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg, f16 && (cfg.tw >= 16 || p->mma_align8) ? 8 : 4,
-                         p->layout == TSC_NHWC))
+                         p->layout == TSC_NHWC, budget, budget > kSmemBudget ? 2 * kSmemMaxCC : kSmemMaxCC))
         return TSC_OK; /* not available */
     const int lead = sg.lead;
     const long long in_h = sg.in_h, pitch = sg.pitch, cstride = sg.cstride;
@@ -799,7 +806,7 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
     /* staged_geometry sized the chunk for the bare buffers: shrink it until the rounding and the mbarriers fit too
      * (round 10's first runs dropped every config whose buffers filled the budget, e.g. 8x8 tiles at stride 2) */
     int cc = sg.cc;
-    while (cc > 1 && smem_bytes(cc) > (size_t)kSmemBudget) --cc;
+    while (cc > 1 && (smem_bytes(cc) > (size_t)budget || (long long)cc * cstride * es >= 65536)) --cc;
     const int cpb = 16 * cfg.wg;
     const int K = d.K, RS = d.R * d.S;
     const int G = (K + cpb - 1) / cpb;
@@ -814,7 +821,12 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
     L.bstride = (int)(buf_bytes(cc) / es);
     L.smem = smem_bytes(cc);
     L.mbar_off = (int)(L.smem - 16); /* the mbarriers are the last 16 bytes */
-    L.ok = L.smem <= (size_t)kSmemBudget && (long long)cc * cstride * es < 65536; /* 16-bit offsets */
+    L.ok = L.smem <= (size_t)budget && (long long)cc * cstride * es < 65536; /* 16-bit offsets */
+    if (budget > kSmemBudget && L.ok) { /* a larger budget is only worth a variant where it gives larger chunks */
+        StagedGeom sg48;
+        L.ok = !staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg48, f16 && (cfg.tw >= 16 || p->mma_align8) ? 8 : 4,
+                                p->layout == TSC_NHWC) || sg48.cc < cc;
+    }
     if (!build || !L.ok) return TSC_OK; /* geometry only */
     std::vector<uint32_t> afrag, koff;
     std::vector<int> kseg, gch_off(1, 0), chunk_ids;
@@ -1372,6 +1384,7 @@ std::string variant_name(const tsc_plan* plan, const Variant& v) {
         return "mma(tile=" + std::to_string(c.th) + "x" + std::to_string(c.tw) + ",groups=" + std::to_string(c.wg) +
                ",nt=" + std::to_string(c.nt) + ",split=" + std::to_string(c.ws) +
                (c.cl > 1 ? ",cluster=" + std::to_string(c.cl) : std::string()) +
+               (c.sb != 48 ? ",stage=" + std::to_string(c.sb) + "k" : std::string()) +
                (plan->dtype == TSC_FLOAT32 ? ",tf32" : "") + ")";
     }
     const tsc::TileCfgInfo ci = tsc::tile_cfg_info(plan->geom, v.cfg);
@@ -1465,6 +1478,7 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         p->tma = p->clusters && tma_available(); /* see encode_input_map */
         p->mma_sorted = env_flag("TRT_SPARSE_MMA_SORTED");
         p->mma_align8 = env_flag("TRT_SPARSE_MMA_ALIGN8");
+        p->one_chunk = env_flag("TRT_SPARSE_ONE_CHUNK");
         if (const char* lim = std::getenv("TRT_SPARSE_MMA_CFG_LIMIT"))
             p->mma_cfg_limit = std::max(0, std::min(tsc::MMA_CFGS, std::atoi(lim)));
     }
@@ -1512,6 +1526,10 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
             std::call_once(g_reuse_once[dev], [bytes]() {
                 tsc::reuse_set_smem_limit_f32(bytes);
                 tsc::reuse_set_smem_limit_f16(bytes);
+                if (tsc::mma_supported()) { /* configs with more than 48 KB of staging */
+                    tsc::mma_set_smem_limit_f16(bytes);
+                    tsc::mma_set_smem_limit_tf32(bytes);
+                }
             });
         }
         cudaGetLastError();

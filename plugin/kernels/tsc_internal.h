@@ -109,6 +109,10 @@ struct SmemParams {
     int mbar_off;           /* smem kernel: byte offset of two 8-byte mbarriers (tma only) */
     int nhwc;               /* 1: input and output are NHWC (channels last; staged into the same CHW shared-memory
                              * tile, element by element: no vec, no TMA), 0: NCHW */
+    int pf2;                /* smem and tensor-core kernels: 1 = two staged chunks in flight (both buffers filled
+                             * up front; chunk i + 2 is issued into chunk i's buffer once every warp is done with
+                             * it), 0 = one (chunk i + 1 issued after chunk i arrived; A/B switch
+                             * TRT_SPARSE_ONE_CHUNK=1 at plan creation) */
     int nh_ps_r, nh_ps_c;   /* nhwc staging walk: consecutive threads take consecutive channels of one staged pixel
                              * (cc threads per pixel, 256 / cc pixels per pass = nh_ps_r rows + nh_ps_c columns of
                              * the st_nv staged columns); cstride is odd there, so the channels' rows hit distinct
@@ -184,35 +188,39 @@ cudaError_t launch_reuse_f16(int cfg, bool fast, const SmemParams& p, size_t sme
 cudaError_t reuse_set_smem_limit_f32(int bytes);
 cudaError_t reuse_set_smem_limit_f16(int bytes);
 
-/* Tensor-core kernel (mma_kernel.cuh, fp16 I/O, sm_80+): X(id, TH, TW, WG, WP, WS, NT, CL) per config:
+/* Tensor-core kernel (mma_kernel.cuh, fp16 I/O, sm_80+): X(id, TH, TW, WG, WP, WS, NT, CL, SB) per config:
  * output tile TH x TW, WG groups of 16 output channels x WP pixel slices of NT n-tiles (8 pixels) x WS warps
- * splitting the k-steps, CL blocks per thread-block cluster splitting the input-channel chunks (sm_90+).
- * Ids are stable (variant ids). */
+ * splitting the k-steps, CL blocks per thread-block cluster splitting the input-channel chunks (sm_90+), SB KB of
+ * shared memory for the two staged input buffers (48: no opt-in; 96: opt-in, up to 128-channel chunks, half the
+ * chunk round trips; configs that differ only in SB share one kernel instantiation). Ids are stable (variant ids). */
 #define TSC_MMA_FOR_EACH(X) \
-    X(0, 8, 32, 1, 8, 1, 4, 1) \
-    X(1, 8, 32, 2, 4, 1, 8, 1) \
-    X(2, 8, 16, 2, 4, 1, 4, 1) \
-    X(3, 8, 8, 4, 2, 1, 4, 1) \
-    X(4, 8, 8, 2, 2, 2, 4, 1) \
-    X(5, 8, 8, 1, 2, 4, 4, 1) \
-    X(6, 8, 8, 1, 2, 4, 4, 4) \
-    X(7, 8, 8, 2, 2, 2, 4, 4) \
-    X(8, 8, 16, 1, 4, 2, 4, 4) \
-    X(9, 16, 16, 2, 4, 1, 8, 1) \
-    X(10, 8, 8, 1, 1, 8, 8, 1) \
-    X(11, 8, 8, 1, 1, 8, 8, 4) \
-    X(12, 8, 8, 2, 2, 2, 4, 8) \
-    X(13, 8, 8, 1, 2, 4, 4, 8) \
-    X(14, 8, 8, 2, 2, 2, 4, 2) \
-    X(15, 8, 8, 4, 2, 1, 4, 2) \
-    X(16, 8, 8, 4, 2, 1, 4, 8)
+    X(0, 8, 32, 1, 8, 1, 4, 1, 48) \
+    X(1, 8, 32, 2, 4, 1, 8, 1, 48) \
+    X(2, 8, 16, 2, 4, 1, 4, 1, 48) \
+    X(3, 8, 8, 4, 2, 1, 4, 1, 48) \
+    X(4, 8, 8, 2, 2, 2, 4, 1, 48) \
+    X(5, 8, 8, 1, 2, 4, 4, 1, 48) \
+    X(6, 8, 8, 1, 2, 4, 4, 4, 48) \
+    X(7, 8, 8, 2, 2, 2, 4, 4, 48) \
+    X(8, 8, 16, 1, 4, 2, 4, 4, 48) \
+    X(9, 16, 16, 2, 4, 1, 8, 1, 48) \
+    X(10, 8, 8, 1, 1, 8, 8, 1, 48) \
+    X(11, 8, 8, 1, 1, 8, 8, 4, 48) \
+    X(12, 8, 8, 2, 2, 2, 4, 8, 48) \
+    X(13, 8, 8, 1, 2, 4, 4, 8, 48) \
+    X(14, 8, 8, 2, 2, 2, 4, 2, 48) \
+    X(15, 8, 8, 4, 2, 1, 4, 2, 48) \
+    X(16, 8, 8, 4, 2, 1, 4, 8, 48) \
+    X(17, 8, 8, 4, 2, 1, 4, 1, 96) \
+    X(18, 8, 8, 4, 2, 1, 4, 2, 96) \
+    X(19, 8, 8, 2, 2, 2, 4, 1, 96)
 /* ids are serialized in tuned choices: append new configs, never reorder (12-16: clusters of 2 and 8 for
- * grid-starved layers, round 14) */
-static const int MMA_CFGS = 17;
-struct MmaCfgInfo { int th, tw, wg, wp, ws, nt, cl; };
+ * grid-starved layers, round 14; 17-19: configs 3 / 15 / 4 with 96 KB staging, round 15) */
+static const int MMA_CFGS = 20;
+struct MmaCfgInfo { int th, tw, wg, wp, ws, nt, cl, sb; };
 inline MmaCfgInfo mma_cfg_info(int id) {
     static const MmaCfgInfo t[MMA_CFGS] = {
-#define TSC_MMA_ROW(I, TH, TW, WG, WP, WS, NT, CL) {TH, TW, WG, WP, WS, NT, CL},
+#define TSC_MMA_ROW(I, TH, TW, WG, WP, WS, NT, CL, SB) {TH, TW, WG, WP, WS, NT, CL, SB},
         TSC_MMA_FOR_EACH(TSC_MMA_ROW)
 #undef TSC_MMA_ROW
     };
@@ -232,6 +240,9 @@ cudaError_t launch_mma_f16(int cfg, const MmaParams& p, const TmaDesc* tmap, siz
 cudaError_t launch_mma_tf32(int cfg, const MmaParams& p, const TmaDesc* tmap, size_t smem, cudaStream_t s);
 /* true when the library holds sm_80+ code of the tensor-core kernels for the current device. */
 bool mma_supported();
+/* Opt the kernels of every config with SB > 48 into `bytes` of dynamic shared memory (once per process and device). */
+cudaError_t mma_set_smem_limit_f16(int bytes);
+cudaError_t mma_set_smem_limit_tf32(int bytes);
 
 /* Dynamic shared memory a tile launch needs (0 without split). */
 inline size_t tile_smem_bytes(int geom, int cfg, int nsplit) {
