@@ -265,19 +265,20 @@ def test_tma_staging_matches_cp_async(shape, dtype, monkeypatch):
 
 @pytest.mark.parametrize("staging", ["tma", "cp_async"])
 @pytest.mark.parametrize("shape", [
-    # (name, C, K, H, W, layout): several chunks per block (64 / 128-channel chunks), an odd chunk count, a single
-    # chunk, NHWC (element-wise staging)
+    # (name, C, K, H, W, layout): 128-channel chunks with a tail chunk, several full ones, NHWC (element-wise
+    # staging)
     ("c320_h14", 320, 48, 14, 14, "NCHW"),
     ("c512_h7", 512, 64, 7, 7, "NCHW"),
-    ("c48_h9", 48, 32, 9, 11, "NCHW"),
     ("c200_h10_nhwc", 200, 40, 10, 10, "NHWC"),
 ], ids=lambda s: s[0])
 @pytest.mark.parametrize("dtype", ["fp32", "fp16"])
-def test_two_chunks_in_flight_match_one(dtype, shape, staging, monkeypatch):
-    """The smem and tensor-core kernels keep two staged chunks in flight (chunk i + 2 refills chunk i's buffer);
-    every such variant gives bit-identical outputs to the same variant with one chunk in flight
-    (TRT_SPARSE_ONE_CHUNK=1 at plan creation) and matches the reference, staged by TMA or by cp.async."""
+def test_large_staging_configs_match_reference(dtype, shape, staging, monkeypatch):
+    """Tensor-core configs with 96 KB of staging (opt-in shared memory, 128-channel chunks: ',stage=96k' in the
+    variant name) are offered on sm_90 where they give larger chunks than 48 KB, and every one matches the
+    reference, staged by TMA or by cp.async (fp16, and TF32 for fp32 I/O)."""
     name, C, K, H, W, layout = shape
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("96 KB staging configs are checked on sm_90+ (their opt-in budget)")
     seed = secrets.randbits(32)
     rng = np.random.default_rng(seed)
     sw = random_sparse_weight(rng, K, C, 3, 3, 0.9)
@@ -288,33 +289,21 @@ def test_two_chunks_in_flight_match_one(dtype, shape, staging, monkeypatch):
                                   (1, 1), 1)
     if layout == "NHWC":
         xt = xt.permute(0, 2, 3, 1).contiguous()
-    monkeypatch.delenv("TRT_SPARSE_ONE_CHUNK", raising=False)
     if staging == "cp_async":
         monkeypatch.setenv("TRT_SPARSE_NO_TMA", "1")
     else:
         monkeypatch.delenv("TRT_SPARSE_NO_TMA", raising=False)
-    args = (sw, bias, (1, 1), (1, 1, 1, 1), (1, 1), 1, 0.0, 6.0, dtype, layout)
-    plan_two = tcuda.SparseConvPlan(*args, allow_tf32=True)
-    monkeypatch.setenv("TRT_SPARSE_ONE_CHUNK", "1")
-    plan_one = tcuda.SparseConvPlan(*args, allow_tf32=True)
-    monkeypatch.delenv("TRT_SPARSE_ONE_CHUNK")
-    names = plan_two.variants(1, H, W)
-    assert names == plan_one.variants(1, H, W)
-    staged = [(i, n) for i, n in enumerate(names) if n.startswith(("smem(", "mma("))]
-    if not staged:
-        pytest.skip("no smem / tensor-core variant for this shape on this device: " + ", ".join(names))
-    if name == "c512_h7" and torch.cuda.get_device_capability()[0] >= 9:  # 128-channel chunks: 96 KB staging
-        assert any(",stage=96k" in n for n in names), names
+    plan = tcuda.SparseConvPlan(sw, bias, (1, 1), (1, 1, 1, 1), (1, 1), 1, 0.0, 6.0, dtype, layout,
+                                allow_tf32=True)
+    names = plan.variants(1, H, W)
+    big = [(i, n) for i, n in enumerate(names) if ",stage=96k" in n]
+    assert big, "seed {} {}: no 96 KB staging config among {}".format(seed, name, names)
     y = torch.empty((1, K, H, W) if layout == "NCHW" else (1, H, W, K), device="cuda", dtype=tdt)
-    for i, n in staged:
-        outs = []
-        for plan in (plan_two, plan_one):
-            y.fill_(float("nan"))
-            plan.enqueue_variant(i, xt, y)
-            torch.cuda.synchronize()
-            outs.append(y.clone())
-        assert torch.equal(outs[0], outs[1]), "seed {} {} {}: two / one chunk in flight differ".format(seed, name, n)
-        out = outs[0].float().cpu().numpy()
+    for i, n in big:
+        y.fill_(float("nan"))
+        plan.enqueue_variant(i, xt, y)
+        torch.cuda.synchronize()
+        out = y.float().cpu().numpy()
         if layout == "NHWC":
             out = out.transpose(0, 3, 1, 2)
         err = _rel_err(out, ref)

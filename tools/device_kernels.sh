@@ -4,7 +4,7 @@
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
 #                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma] [ab-mma] [ab-small]
 #                                             [probe] [probe-mma] [variants-reuse] [ab-layout] [ab-order] [ab-align8] [ab-clusters]
-#                                             [ab-pf2] [ab-bigchunk]
+#                                             [ab-bigchunk]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Stages run in this file's order (build, test, sanitizers, ..., bench-full, the A/B stages, ...), not in the order
@@ -162,12 +162,6 @@ fi
 if has ab-clusters && fits 120; then
   mma_ab clusters TRT_SPARSE_MMA_CFG_LIMIT=12 \
     "fp16 mma with the round-14 cluster configs (A) vs the round-13 configs only (B: TRT_SPARSE_MMA_CFG_LIMIT=12)" "0.9 0.95"
-fi
-if has ab-pf2 && fits 150; then
-  mma_ab pf2 TRT_SPARSE_ONE_CHUNK=1 \
-    "fp16 mma with two staged chunks in flight (A) vs one (B: TRT_SPARSE_ONE_CHUNK=1), unstructured 90 / 98%" "0.9 0.98"
-  mma_ab pf2_vector16 TRT_SPARSE_ONE_CHUNK=1 "the same, vector:16 95% batch 1" 0.95 "--pattern vector:16 --batch 1"
-  mma_ab pf2_smem TRT_SPARSE_ONE_CHUNK=1 "the same, fp32 smem variants, 90%" 0.9 "--family smem --dtype fp32"
 fi
 if has ab-bigchunk && fits 100; then
   mma_ab bigchunk TRT_SPARSE_MMA_CFG_LIMIT=17 \

@@ -247,23 +247,16 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
 #pragma unroll
             for (int r = 0; r < 4; ++r) acc[j][r] = 0.0f;
 
-        /* input-channel chunk of listed chunk i */
-        auto chunk_c0 = [&](int i) -> int { return (dch > 0 ? i - cbase : __ldg(q.chunk_ids + i)) * q.cc; };
-        /* stage listed chunk i into buffer bb (TMA: thread 0 issues it; cp.async: every thread, one commit group) */
-        auto issue = [&](int i, int bb) {
+        if (cs0 < cs1) {
+            const int c0 = (dch > 0 ? cs0 - cbase : __ldg(q.chunk_ids + cs0)) * q.cc;
 #if defined(TSC_TMA_DEVICE)
             if (tma) {
-                if (threadIdx.x == 0) tma_stage(bb, chunk_c0(i), n);
-                return;
-            }
+                if (threadIdx.x == 0) tma_stage(0, c0, n);
+            } else
 #endif
-            stage<T>(q, sl, xn, sbuf + bb * buf_elems, chunk_c0(i), iy0, ix0);
-            cp_commit();
-        };
-        const bool pf2 = q.pf2 != 0;
-        if (cs0 < cs1) issue(cs0, 0);
-        else cp_commit();
-        if (pf2 && cs0 + 1 < cs1) issue(cs0 + 1, 1); /* two chunks in flight from the start */
+            stage<T>(q, sl, xn, sbuf, c0, iy0, ix0);
+        }
+        cp_commit();
         /* k-step range of the next chunk and its first k-step, loaded before waiting for the staged input */
         int k0n = 0, k1n = 0;
         if (cs0 < cs1) { k0n = __ldg(p.kseg + cs0 * WG + wg); k1n = __ldg(p.kseg + cs0 * WG + wg + 1); }
@@ -278,17 +271,22 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
             if (tma) {
                 mbar_wait(mbar + 8u * (unsigned)b, (phase >> b) & 1u);
                 phase ^= 1u << b;
-                /* one chunk in flight: the barrier below also ends every warp's reads of buffer b ^ 1 before it is
-                 * refilled; two in flight: the mbarrier alone publishes the chunk (the refill waits below) */
-                if (!pf2) __syncthreads();
             } else
 #endif
-            {
-                if (pf2 && i + 1 < cs1) cp_wait_but_one(); /* chunk i + 1's group may still be in flight */
-                else cp_wait_all();
-                __syncthreads();
+            cp_wait_all();
+            __syncthreads();
+            if (i + 1 < cs1) {
+                const int c1 = (dch > 0 ? i + 1 - cbase : __ldg(q.chunk_ids + i + 1)) * q.cc;
+#if defined(TSC_TMA_DEVICE)
+                if (tma) {
+                    if (threadIdx.x == 0) tma_stage(b ^ 1, c1, n);
+                } else
+#endif
+                {
+                    stage<T>(q, sl, xn, sbuf + (b ^ 1) * buf_elems, c1, iy0, ix0);
+                    cp_commit();
+                }
             }
-            if (!pf2 && i + 1 < cs1) issue(i + 1, b ^ 1);
             /* shared-window address of the lane's pixel of each n-tile in this buffer */
             const unsigned sb = (unsigned)__cvta_generic_to_shared(sbuf + b * buf_elems);
             unsigned bj[NT];
@@ -305,10 +303,6 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
 #pragma unroll
                 for (int j = 0; j < NT; ++j)
                     mma_detail::kstep_mma(acc[j], cur, mma_detail::kaddr(cur, bj[j]), static_cast<const T*>(nullptr));
-            }
-            if (pf2 && i + 2 < cs1) { /* every warp is done with buffer b: refill it with chunk i + 2 */
-                __syncthreads();
-                issue(i + 2, b);
             }
         }
         __syncthreads(); /* every warp is done with the staged input (buffers are reused below / next n) */

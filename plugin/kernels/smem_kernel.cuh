@@ -128,12 +128,6 @@ __device__ __forceinline__ void cp_wait_all() {
     asm volatile("cp.async.wait_group 0;\n" ::);
 #endif
 }
-/* Wait for every committed group but the most recent one (two staged chunks in flight). */
-__device__ __forceinline__ void cp_wait_but_one() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group 1;\n" ::);
-#endif
-}
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 /* Thread-block cluster barrier (release/acquire: shared-memory writes before it are visible to the peers). */
@@ -478,23 +472,18 @@ __global__ void __launch_bounds__(256, KW == 1 && PXH * PXW <= 2 ? 4 : (KW <= 2 
          * List bounds are prefetched from global memory two chunks ahead (lane k <= KW: the warp's seg[k]). */
         int sv_cur = seg_at(cs0), sv_nxt = seg_at(cs0 + 1);
         int bl0 = blk_at(cs0), bl1 = blk_at(cs0 + 1), bl2 = blk_at(cs0 + 2);
-        /* stage listed chunk i (block list entries [lo, hi)) into buffer bb (TMA: thread 0 issues it; cp.async: every
-         * thread, one commit group) */
-        auto issue = [&](int i, int lo, int hi, int bb) {
+        if (cs0 < cs1) {
 #if defined(TSC_TMA_DEVICE)
             if (tma) {
-                if (threadIdx.x == 0) tma_stage(bb, chunk_of(i) * p.cc, lo, hi, n);
-                return;
-            }
+                if (threadIdx.x == 0) tma_stage(0, chunk_of(cs0) * p.cc, bl0, bl1, n);
+            } else
 #endif
-            stage<T>(p, sl, xn, sbuf + bb * buf_elems, chunk_of(i) * p.cc, iy0, ix0);
-            stage_list(p, lo, hi, lbuf + bb * p.lcap);
-            cp_commit();
-        };
-        const bool pf2 = p.pf2 != 0;
-        if (cs0 < cs1) issue(cs0, bl0, bl1, 0);
-        else cp_commit();
-        if (pf2 && cs0 + 1 < cs1) issue(cs0 + 1, bl1, bl2, 1); /* two chunks in flight from the start */
+            {
+                stage<T>(p, sl, xn, sbuf, chunk_of(cs0) * p.cc, iy0, ix0);
+                stage_list(p, bl0, bl1, lbuf);
+            }
+        }
+        cp_commit();
         for (int i = cs0; i < cs1; ++i) {
             const int bl3 = blk_at(i + 3);
             const int sv_nn = seg_at(i + 2);
@@ -503,17 +492,22 @@ __global__ void __launch_bounds__(256, KW == 1 && PXH * PXW <= 2 ? 4 : (KW <= 2 
             if (tma) {
                 mbar_wait(mbar + 8u * (unsigned)b, (phase >> b) & 1u);
                 phase ^= 1u << b;
-                /* one chunk in flight: the barrier also ends every warp's reads of buffer b ^ 1 before its refill;
-                 * two in flight: the mbarrier alone publishes the chunk (the refill waits below) */
-                if (!pf2) __syncthreads();
             } else
 #endif
-            {
-                if (pf2 && i + 1 < cs1) cp_wait_but_one(); /* chunk i + 1's group may still be in flight */
-                else cp_wait_all();
-                __syncthreads();
+            cp_wait_all();
+            __syncthreads();
+            if (i + 1 < cs1) {
+#if defined(TSC_TMA_DEVICE)
+                if (tma) {
+                    if (threadIdx.x == 0) tma_stage(b ^ 1, chunk_of(i + 1) * p.cc, bl1, bl2, n);
+                } else
+#endif
+                {
+                    stage<T>(p, sl, xn, sbuf + (b ^ 1) * buf_elems, chunk_of(i + 1) * p.cc, iy0, ix0);
+                    stage_list(p, bl1, bl2, lbuf + (b ^ 1) * p.lcap);
+                    cp_commit();
+                }
             }
-            if (!pf2 && i + 1 < cs1) issue(i + 1, bl1, bl2, b ^ 1);
             const unsigned sbase = smem_addr(sbuf + b * buf_elems);
             /* entry t (a global list index) of this chunk sits at lb + 8 t (mod 2^32); TMA copies from an even index */
             const unsigned lb = smem_addr(lbuf + b * p.lcap) - (unsigned)(tma ? (bl0 & ~1) : bl0) * 8u;
@@ -555,10 +549,6 @@ __global__ void __launch_bounds__(256, KW == 1 && PXH * PXW <= 2 ? 4 : (KW <= 2 
                         }
                     }
                 }
-            }
-            if (pf2 && i + 2 < cs1) { /* every warp is done with buffer b: refill it with chunk i + 2 */
-                __syncthreads();
-                issue(i + 2, bl2, bl3, b);
             }
             sv_cur = sv_nxt;
             sv_nxt = sv_nn;

@@ -133,8 +133,6 @@ struct tsc_plan {
                               * TRT_SPARSE_MMA_SORTED=1 at plan creation) */
     int mma_cfg_limit = tsc::MMA_CFGS; /* tensor-core configs with ids >= this are left out of the candidates (A/B
                                         * switch: TRT_SPARSE_MMA_CFG_LIMIT=12 keeps the round-13 configs) */
-    bool one_chunk = false;  /* smem and tensor-core kernels keep one staged chunk in flight, not two (A/B switch:
-                              * TRT_SPARSE_ONE_CHUNK=1 at plan creation) */
     bool mma_align8 = false; /* fp16 8-wide tensor-core tiles in 16-byte (TMA-able) units too (A/B switch:
                               * TRT_SPARSE_MMA_ALIGN8=1 at plan creation) */
     mutable std::mutex mu;  /* tuned */
@@ -536,7 +534,6 @@ bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int n
     sp->bstride = L.bstride > 0 ? L.bstride : L.cc * L.cstride;
     sp->tma = 0; /* set by launch_variant where the TMA path applies */
     sp->mbar_off = L.mbar_off;
-    sp->pf2 = p->one_chunk ? 0 : 1;
     sp->st_nv = sp->vec ? L.pitch / 4 : L.pitch;
     if (narrow) { /* lead + the tile's input columns, in copy units */
         const long long cols = L.lead + (long long)(TW - 1) * p->d.stride_w + (long long)(p->d.S - 1) * p->d.dilation_w + 1;
@@ -1478,7 +1475,6 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         p->tma = p->clusters && tma_available(); /* see encode_input_map */
         p->mma_sorted = env_flag("TRT_SPARSE_MMA_SORTED");
         p->mma_align8 = env_flag("TRT_SPARSE_MMA_ALIGN8");
-        p->one_chunk = env_flag("TRT_SPARSE_ONE_CHUNK");
         if (const char* lim = std::getenv("TRT_SPARSE_MMA_CFG_LIMIT"))
             p->mma_cfg_limit = std::max(0, std::min(tsc::MMA_CFGS, std::atoi(lim)));
     }

@@ -109,10 +109,6 @@ struct SmemParams {
     int mbar_off;           /* smem kernel: byte offset of two 8-byte mbarriers (tma only) */
     int nhwc;               /* 1: input and output are NHWC (channels last; staged into the same CHW shared-memory
                              * tile, element by element: no vec, no TMA), 0: NCHW */
-    int pf2;                /* smem and tensor-core kernels: 1 = two staged chunks in flight (both buffers filled
-                             * up front; chunk i + 2 is issued into chunk i's buffer once every warp is done with
-                             * it), 0 = one (chunk i + 1 issued after chunk i arrived; A/B switch
-                             * TRT_SPARSE_ONE_CHUNK=1 at plan creation) */
     int nh_ps_r, nh_ps_c;   /* nhwc staging walk: consecutive threads take consecutive channels of one staged pixel
                              * (cc threads per pixel, 256 / cc pixels per pass = nh_ps_r rows + nh_ps_c columns of
                              * the st_nv staged columns); cstride is odd there, so the channels' rows hit distinct
