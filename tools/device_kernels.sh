@@ -4,7 +4,7 @@
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
 #                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma] [ab-mma] [ab-small]
 #                                             [probe] [probe-mma] [variants-reuse] [ab-layout] [ab-order] [ab-align8] [ab-clusters]
-#                                             [ab-bigchunk] [ab-align8big]
+#                                             [ab-bigchunk]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Stages run in this file's order (build, test, sanitizers, ..., bench-full, the A/B stages, ...), not in the order
@@ -167,19 +167,6 @@ if has ab-bigchunk && fits 100; then
   mma_ab bigchunk TRT_SPARSE_MMA_CFG_LIMIT=17 \
     "fp16 mma with the 96 KB-staging configs (A) vs without (B: TRT_SPARSE_MMA_CFG_LIMIT=17)" "0.9 0.95"
   mma_ab bigchunk_vector16 TRT_SPARSE_MMA_CFG_LIMIT=17 "the same, vector:16 95% batch 1" 0.95 "--pattern vector:16 --batch 1"
-fi
-if has ab-align8big && fits 150; then
-  say "96 KB-staging configs in 16-byte units (TRT_SPARSE_MMA_ALIGN8=big: TMA-able): tests + memcheck with it, then A/B"
-  TRT_SPARSE_MMA_ALIGN8=big python3 -m pytest -q -m gpu tests/test_kernels_gpu.py \
-    -k "test_large_staging or (test_every_variant_matches_reference and (basic or c_many or resnet_like_7))" \
-    >"$OUT/pytest_align8big.log" 2>&1 || status=1
-  tail -2 "$OUT/pytest_align8big.log"
-  TRT_SPARSE_MMA_ALIGN8=big compute-sanitizer --tool memcheck --error-exitcode 99 python3 -m pytest -q -m gpu \
-    tests/test_kernels_gpu.py -k "test_large_staging and fp16" >"$OUT/memcheck_align8big.log" 2>&1 || status=1
-  grep -E "ERROR SUMMARY|passed|failed" "$OUT/memcheck_align8big.log" | tail -2
-  mma_ab align8big TRT_SPARSE_MMA_ALIGN8=big \
-    "fp16 mma, 96 KB configs in 4-element units (A) vs 8-element units, TMA-able (B: TRT_SPARSE_MMA_ALIGN8=big)" "0.9 0.95"
-  mma_ab align8big_vector16 TRT_SPARSE_MMA_ALIGN8=big "the same, vector:16 95% batch 1" 0.95 "--pattern vector:16 --batch 1"
 fi
 if has ab-align8 && fits 90; then
   mma_ab align8 TRT_SPARSE_MMA_ALIGN8=1 \

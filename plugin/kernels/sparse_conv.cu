@@ -133,9 +133,8 @@ struct tsc_plan {
                               * TRT_SPARSE_MMA_SORTED=1 at plan creation) */
     int mma_cfg_limit = tsc::MMA_CFGS; /* tensor-core configs with ids >= this are left out of the candidates (A/B
                                         * switch: TRT_SPARSE_MMA_CFG_LIMIT=12 keeps the round-13 configs) */
-    int mma_align8 = 0; /* fp16 8-wide tensor-core tiles in 16-byte (TMA-able) units too: 1 = every config,
-                         * 2 = only the configs with more than 48 KB of staging (A/B switch: TRT_SPARSE_MMA_ALIGN8=1
-                         * or =big at plan creation) */
+    bool mma_align8 = false; /* fp16 8-wide tensor-core tiles in 16-byte (TMA-able) units too (A/B switch:
+                              * TRT_SPARSE_MMA_ALIGN8=1 at plan creation) */
     mutable std::mutex mu;  /* tuned */
     mutable std::mutex bmu; /* layout build / free */
     std::vector<Tuned> tuned;
@@ -791,10 +790,7 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
      * device's opt-in allows it */
     const int budget = cfg.sb * 1024;
     if (budget > kSmemBudget && budget + 16 > p->smem_optin) return TSC_OK; /* not available on this device */
-    /* element units of lead and pitch of this config, and of the same config with 48 KB of staging */
-    const int align48 = f16 && (cfg.tw >= 16 || p->mma_align8 == 1) ? 8 : 4;
-    const int align = f16 && budget > kSmemBudget && p->mma_align8 == 2 ? 8 : align48;
-    if (!staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg, align,
+    if (!staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg, f16 && (cfg.tw >= 16 || p->mma_align8) ? 8 : 4,
                          p->layout == TSC_NHWC, budget, budget > kSmemBudget ? 2 * kSmemMaxCC : kSmemMaxCC))
         return TSC_OK; /* not available */
     const int lead = sg.lead;
@@ -825,8 +821,8 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
     L.ok = L.smem <= (size_t)budget && (long long)cc * cstride * es < 65536; /* 16-bit offsets */
     if (budget > kSmemBudget && L.ok) { /* a larger budget is only worth a variant where it gives larger chunks */
         StagedGeom sg48;
-        L.ok = !staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg48, align48, p->layout == TSC_NHWC) || sg48.cc < cc ||
-               align != align48; /* or a TMA-able layout the 48 KB config lacks */
+        L.ok = !staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg48, f16 && (cfg.tw >= 16 || p->mma_align8) ? 8 : 4,
+                                p->layout == TSC_NHWC) || sg48.cc < cc;
     }
     if (!build || !L.ok) return TSC_OK; /* geometry only */
     std::vector<uint32_t> afrag, koff;
@@ -1478,8 +1474,7 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         p->mma = cc_major >= 8 && tsc::mma_supported();
         p->tma = p->clusters && tma_available(); /* see encode_input_map */
         p->mma_sorted = env_flag("TRT_SPARSE_MMA_SORTED");
-        if (const char* a8 = std::getenv("TRT_SPARSE_MMA_ALIGN8"))
-            p->mma_align8 = std::strcmp(a8, "big") == 0 ? 2 : (a8[0] && std::strcmp(a8, "0") != 0 ? 1 : 0);
+        p->mma_align8 = env_flag("TRT_SPARSE_MMA_ALIGN8");
         if (const char* lim = std::getenv("TRT_SPARSE_MMA_CFG_LIMIT"))
             p->mma_cfg_limit = std::max(0, std::min(tsc::MMA_CFGS, std::atoi(lim)));
     }
