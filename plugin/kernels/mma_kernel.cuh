@@ -383,5 +383,21 @@ cudaError_t launch_mma_cfg(const MmaParams& p, const TmaDesc* tmap, size_t smem,
     return cudaGetLastError();
 }
 
+/* Opt the element type's kernels of every config with more than 48 KB of staging (SB > 48) into `bytes` of dynamic
+ * shared memory; the first error, if any. */
+template <typename T>
+cudaError_t mma_set_smem_limit(int bytes) {
+    cudaError_t first = cudaSuccess;
+#define TSC_A(I, TH, TW, WG, WP, WS, NT, CL, SB)                                                                   \
+    if (SB > 48) {                                                                                                \
+        const cudaError_t e = cudaFuncSetAttribute(mma_kernel<T, TH, TW, WG, WP, WS, NT, CL>,                     \
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);          \
+        if (e != cudaSuccess && first == cudaSuccess) first = e;                                                  \
+    }
+    TSC_MMA_FOR_EACH(TSC_A)
+#undef TSC_A
+    return first;
+}
+
 }  // namespace tsc
 #endif

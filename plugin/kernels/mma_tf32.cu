@@ -11,16 +11,5 @@ cudaError_t launch_mma_tf32(int cfg, const MmaParams& p, const TmaDesc* tmap, si
 #undef TSC_L
 }
 
-cudaError_t mma_set_smem_limit_tf32(int bytes) {
-    cudaError_t first = cudaSuccess;
-#define TSC_A(I, TH, TW, WG, WP, WS, NT, CL, SB)                                                                    \
-    if (SB > 48) {                                                                                                 \
-        const cudaError_t e = cudaFuncSetAttribute(mma_kernel<float, TH, TW, WG, WP, WS, NT, CL>,                      \
-                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);           \
-        if (e != cudaSuccess && first == cudaSuccess) first = e;                                                   \
-    }
-    TSC_MMA_FOR_EACH(TSC_A)
-#undef TSC_A
-    return first;
-}
+cudaError_t mma_set_smem_limit_tf32(int bytes) { return mma_set_smem_limit<float>(bytes); }
 }  // namespace tsc
