@@ -790,8 +790,9 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
      * device's opt-in allows it */
     const int budget = cfg.sb * 1024;
     if (budget > kSmemBudget && budget + 16 > p->smem_optin) return TSC_OK; /* not available on this device */
-    if (!staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg, f16 && (cfg.tw >= 16 || p->mma_align8) ? 8 : 4,
-                         p->layout == TSC_NHWC, budget, budget > kSmemBudget ? 2 * kSmemMaxCC : kSmemMaxCC))
+    const int align = f16 && (cfg.tw >= 16 || p->mma_align8) ? 8 : 4;
+    if (!staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg, align, p->layout == TSC_NHWC, budget,
+                         budget > kSmemBudget ? 2 * kSmemMaxCC : kSmemMaxCC))
         return TSC_OK; /* not available */
     const int lead = sg.lead;
     const long long in_h = sg.in_h, pitch = sg.pitch, cstride = sg.cstride;
@@ -821,8 +822,7 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
     L.ok = L.smem <= (size_t)budget && (long long)cc * cstride * es < 65536; /* 16-bit offsets */
     if (budget > kSmemBudget && L.ok) { /* a larger budget is only worth a variant where it gives larger chunks */
         StagedGeom sg48;
-        L.ok = !staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg48, f16 && (cfg.tw >= 16 || p->mma_align8) ? 8 : 4,
-                                p->layout == TSC_NHWC) || sg48.cc < cc;
+        L.ok = !staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg48, align, p->layout == TSC_NHWC) || sg48.cc < cc;
     }
     if (!build || !L.ok) return TSC_OK; /* geometry only */
     std::vector<uint32_t> afrag, koff;
