@@ -166,3 +166,38 @@ def test_evaluate_scores_coefficients_on_held_out_results(tmp_path, capsys):
     assert cost_model.main(["--evaluate", str(path)]) == 0  # the shipped COEFFS, printed not fitted
     out = capsys.readouterr().out
     assert "errors of the current COEFFS" in out and "COEFFS = " not in out
+
+
+def test_decision_study_counts_what_the_margin_converts(tmp_path, capsys):
+    """decision_study / --margins: with exact coefficients, margin 1 converts exactly the measured wins (none slower,
+    geomean = oracle); when sparse is measured 2x slower than predicted, the same margin converts cases that lose,
+    and a margin above every prediction converts none (geomean 1)."""
+    true = {"sparse": [0.5, 0.6, 0.1, 0.2, -0.15], "dense": [-0.6, 0.45, -0.1]}
+    results = []
+    for c, h, sp in [(32, 14, 0.6), (64, 28, 0.8), (128, 56, 0.9), (256, 7, 0.95), (512, 7, 0.99)]:
+        lay = {"name": "x", "C": c, "K": c, "H": h, "W": h, "kernel": 3, "stride": 1, "pad": 1, "dilation": 1}
+        nnz = int(c * c * 9 * (1 - sp))
+        ts, td = cost_model.predict_times(cost_model._layer_of_result({"layer": lay}), nnz, 1, "fp32",
+                                          coeffs={"fp32": true})
+        results.append({"layer": lay, "batch": 1, "dtype": "fp32", "nnz": nnz, "sparsity": sp,
+                        "sparse_us": ts, "dense_us": {"tf32_best": td}})
+    measured = [r["dense_us"]["tf32_best"] / r["sparse_us"] for r in results]
+    wins = [m for m in measured if m > 1]
+    assert 0 < len(wins) < len(results)  # the synthetic cases straddle 1x
+    top = max(measured)
+    exact = cost_model.decision_study(results, [1.0, top * 1.01], {"fp32": true})
+    assert exact[1.0]["converted"] == len(wins) and exact[1.0]["slower"] == 0
+    assert exact[1.0]["geomean"] == pytest.approx(exact[1.0]["oracle"])
+    assert exact[1.0]["oracle"] == pytest.approx(math.exp(sum(math.log(m) for m in wins) / len(results)))
+    assert exact[top * 1.01]["converted"] == 0 and exact[top * 1.01]["geomean"] == 1.0
+    off = [dict(r, sparse_us=r["sparse_us"] * 2.0) for r in results]
+    lost = cost_model.decision_study(off, [1.0], {"fp32": true})[1.0]
+    assert lost["converted"] == len(wins)
+    assert lost["slower"] == sum(1 for m in wins if m / 2.0 < 1) and lost["worst"] == pytest.approx(min(wins) / 2.0)
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"results": results}))
+    assert cost_model.main(["--evaluate", str(path), "--margins", "1.0", "1.25"]) == 0
+    out = capsys.readouterr().out
+    assert "decisions of the current COEFFS per --model-margin" in out and '"1.25"' in out
+    with pytest.raises(SystemExit):
+        cost_model.main([str(path), "--margins", "1.0"])  # --margins only with --evaluate

@@ -188,29 +188,56 @@ def fit(results):
     return coeffs, evaluate(results, coeffs)
 
 
+def _predicted_and_measured(results, dtype, coeffs):
+    """(predicted, measured) speedups vs the dtype's dense baseline for the result dicts of `dtype` that have one
+    (fp16 cases get their pattern's union fraction, as convert measures it from the weights)."""
+    base = DENSE_BASELINE[dtype]
+    pairs = []
+    for r in results:
+        if _norm_dtype(r["dtype"]) != dtype or base not in (r.get("dense_us") or {}):
+            continue
+        layer = _layer_of_result(r)
+        if dtype in UNION_TERM_DTYPES:
+            layer["union16"] = _result_union(r, layer)
+        t_sparse, t_dense = predict_times(layer, r["nnz"], r["batch"], dtype, coeffs)
+        pairs.append((t_dense / t_sparse, r["dense_us"][base] / r["sparse_us"]))
+    return pairs
+
+
 def evaluate(results, coeffs=None):
     """Per dtype: how well `coeffs` (default COEFFS) predict the measured speedups of bench-kernels result dicts
     (median / max abs log error, cases on the wrong side of 1x)."""
     coeffs = coeffs or COEFFS
     errors = {}
     for dtype in ("fp32", "fp16"):
-        base = DENSE_BASELINE[dtype]
-        rows = [r for r in results if _norm_dtype(r["dtype"]) == dtype and base in (r.get("dense_us") or {})]
-        if not rows or dtype not in coeffs:
+        pairs = _predicted_and_measured(results, dtype, coeffs) if dtype in coeffs else []
+        if not pairs:
             continue
-        pred, meas = [], []
-        for r in rows:
-            layer = _layer_of_result(r)
-            if dtype in UNION_TERM_DTYPES:
-                layer["union16"] = _result_union(r, layer)
-            t_sparse, t_dense = predict_times(layer, r["nnz"], r["batch"], dtype, coeffs)
-            pred.append(t_dense / t_sparse)
-            meas.append(r["dense_us"][base] / r["sparse_us"])
-        err = [abs(math.log(p / m)) for p, m in zip(pred, meas)]
-        errors[dtype] = {"cases": len(meas), "median_abs_log_err": float(np.median(err)),
+        err = [abs(math.log(p / m)) for p, m in pairs]
+        errors[dtype] = {"cases": len(pairs), "median_abs_log_err": float(np.median(err)),
                          "max_abs_log_err": float(max(err)),
-                         "wrong_side_of_1": sum(1 for p, m in zip(pred, meas) if (p > 1) != (m > 1))}
+                         "wrong_side_of_1": sum(1 for p, m in pairs if (p > 1) != (m > 1))}
     return errors
+
+
+def decision_study(results, margins, coeffs=None):
+    """What `convert --policy model --model-margin M` would do on measured cases, per margin M: a case is converted
+    when its predicted speedup exceeds M. Returns {M: {cases, converted, slower (converted but measured < 1x),
+    worst (lowest measured speedup among the converted), geomean (measured speedup of the per-case choices vs
+    all-dense), oracle (the same with every case decided by its measurement)}} over both dtypes."""
+    coeffs = coeffs or COEFFS
+    pairs = [pm for dtype in ("fp32", "fp16") if dtype in coeffs
+             for pm in _predicted_and_measured(results, dtype, coeffs)]
+    if not pairs:
+        return {}
+    oracle = math.exp(sum(max(math.log(m), 0.0) for _, m in pairs) / len(pairs))
+    study = {}
+    for margin in margins:
+        chosen = [m for p, m in pairs if p > margin]
+        study[margin] = {"cases": len(pairs), "converted": len(chosen), "slower": sum(1 for m in chosen if m < 1),
+                         "worst": min(chosen) if chosen else None,
+                         "geomean": math.exp(sum(math.log(m) for m in chosen) / len(pairs)), "oracle": oracle}
+    return study
 
 
 def main(argv=None):
@@ -224,13 +251,21 @@ def main(argv=None):
                          "log-linear regime; default 0.99)")
     ap.add_argument("--evaluate", action="store_true",
                     help="score the current COEFFS on the files (held-out check) instead of fitting new ones")
+    ap.add_argument("--margins", type=float, nargs="+", metavar="M",
+                    help="with --evaluate: also what --policy model --model-margin M would convert on the files "
+                         "(converted, converted but slower, geomean vs all-dense and vs deciding by measurement)")
     a = ap.parse_args(sys.argv[1:] if argv is None else argv)
     results = []
     for path in a.files:
         with open(path) as f:
             results.extend(r for r in json.load(f)["results"] if r["sparsity"] <= a.max_sparsity)
+    if a.margins and not a.evaluate:
+        ap.error("--margins goes with --evaluate")
     if a.evaluate:
         print("errors of the current COEFFS: " + json.dumps(evaluate(results), indent=1))
+        if a.margins:
+            print("decisions of the current COEFFS per --model-margin: " +
+                  json.dumps({str(m): v for m, v in decision_study(results, a.margins).items()}, indent=1))
         return 0
     coeffs, errors = fit(results)
     print("COEFFS = " + json.dumps(coeffs, indent=1))
