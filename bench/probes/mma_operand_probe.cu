@@ -317,9 +317,9 @@ static std::vector<int> bank_groups(const std::vector<int>& offs, int gs, const 
 
 /* ---- CPU emulation of one block (--emulate: checks the layouts and fragment mappings without a GPU) ---- */
 static float h2f(uint16_t u) {
-    __half h;
-    std::memcpy(&h, &u, 2);
-    return __half2float(h);
+    __half_raw raw;
+    raw.x = u;
+    return __half2float(__half(raw));
 }
 /* m16n8k16 with the PTX fragment layouts: lane (g, t) holds A (g, 2t..), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..),
  * B (2t.., g), (2t+8.., g), C (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1). */
