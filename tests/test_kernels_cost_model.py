@@ -142,17 +142,24 @@ def test_fit_recovers_the_union_term():
     assert errors["fp16"]["median_abs_log_err"] < 1e-3
 
 
-def test_evaluate_scores_coefficients_on_held_out_results(tmp_path, capsys):
-    """evaluate / --evaluate: exact coefficients score ~0 error; results 2x off score log 2, on the wrong side."""
-    true = {"sparse": [0.5, 0.6, 0.1, 0.2, -0.15], "dense": [0.3, 0.45, -0.1]}
+def _exact_fp32_results(true, cases):
+    """bench-kernels result dicts (fp32, batch 1, 3x3 pad 1, K = C) whose times are exactly what the coefficients
+    `true` predict, one per (C, H, sparsity) of `cases`."""
     results = []
-    for c, h, sp in [(32, 14, 0.6), (64, 28, 0.8), (128, 56, 0.9), (256, 7, 0.95)]:
+    for c, h, sp in cases:
         lay = {"name": "x", "C": c, "K": c, "H": h, "W": h, "kernel": 3, "stride": 1, "pad": 1, "dilation": 1}
         nnz = int(c * c * 9 * (1 - sp))
         ts, td = cost_model.predict_times(cost_model._layer_of_result({"layer": lay}), nnz, 1, "fp32",
                                           coeffs={"fp32": true})
         results.append({"layer": lay, "batch": 1, "dtype": "fp32", "nnz": nnz, "sparsity": sp,
                         "sparse_us": ts, "dense_us": {"tf32_best": td}})
+    return results
+
+
+def test_evaluate_scores_coefficients_on_held_out_results(tmp_path, capsys):
+    """evaluate / --evaluate: exact coefficients score ~0 error; results 2x off score log 2, on the wrong side."""
+    true = {"sparse": [0.5, 0.6, 0.1, 0.2, -0.15], "dense": [0.3, 0.45, -0.1]}
+    results = _exact_fp32_results(true, [(32, 14, 0.6), (64, 28, 0.8), (128, 56, 0.9), (256, 7, 0.95)])
     exact = cost_model.evaluate(results, {"fp32": true})["fp32"]
     assert exact["cases"] == 4 and exact["median_abs_log_err"] < 1e-9
     off = [dict(r, sparse_us=r["sparse_us"] * 2.0) for r in results]
@@ -173,14 +180,8 @@ def test_decision_study_counts_what_the_margin_converts(tmp_path, capsys):
     geomean = oracle); when sparse is measured 2x slower than predicted, the same margin converts cases that lose,
     and a margin above every prediction converts none (geomean 1)."""
     true = {"sparse": [0.5, 0.6, 0.1, 0.2, -0.15], "dense": [-0.6, 0.45, -0.1]}
-    results = []
-    for c, h, sp in [(32, 14, 0.6), (64, 28, 0.8), (128, 56, 0.9), (256, 7, 0.95), (512, 7, 0.99)]:
-        lay = {"name": "x", "C": c, "K": c, "H": h, "W": h, "kernel": 3, "stride": 1, "pad": 1, "dilation": 1}
-        nnz = int(c * c * 9 * (1 - sp))
-        ts, td = cost_model.predict_times(cost_model._layer_of_result({"layer": lay}), nnz, 1, "fp32",
-                                          coeffs={"fp32": true})
-        results.append({"layer": lay, "batch": 1, "dtype": "fp32", "nnz": nnz, "sparsity": sp,
-                        "sparse_us": ts, "dense_us": {"tf32_best": td}})
+    results = _exact_fp32_results(true, [(32, 14, 0.6), (64, 28, 0.8), (128, 56, 0.9), (256, 7, 0.95),
+                                         (512, 7, 0.99)])
     measured = [r["dense_us"]["tf32_best"] / r["sparse_us"] for r in results]
     wins = [m for m in measured if m > 1]
     assert 0 < len(wins) < len(results)  # the synthetic cases straddle 1x

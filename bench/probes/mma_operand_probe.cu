@@ -371,6 +371,18 @@ static void emu_ldsm_x4_trans(const std::vector<uint16_t>& sm, const unsigned (&
         }
 }
 
+/* Append one k-step's m16n8k16 A fragments (rows = 16 channels, k = 16 positions of the k-step; fp16 bits in wm)
+ * in lane order: per lane (g, t) the words (g, 2t..), (g + 8, 2t..), (g, 2t + 8..), (g + 8, 2t + 8..). */
+static void push_afrag(const uint32_t (&wm)[16][16], std::vector<uint32_t>& afrag) {
+    for (int lane = 0; lane < 32; ++lane) {
+        const int gr = lane >> 2, tg = lane & 3;
+        afrag.push_back(wm[gr][2 * tg] | (wm[gr][2 * tg + 1] << 16));
+        afrag.push_back(wm[gr + 8][2 * tg] | (wm[gr + 8][2 * tg + 1] << 16));
+        afrag.push_back(wm[gr][2 * tg + 8] | (wm[gr][2 * tg + 9] << 16));
+        afrag.push_back(wm[gr + 8][2 * tg + 8] | (wm[gr + 8][2 * tg + 9] << 16));
+    }
+}
+
 /* Union of the positions (c * 9 + r * 3 + s) any of the `gs` output channels of group g uses (weights K x CC x 9). */
 static std::vector<int> group_union(const std::vector<float>& w, int g, int gs) {
     std::vector<int> pos;
@@ -464,13 +476,7 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
                 if (pi >= 0)
                     for (int i = 0; i < 16; ++i) wm[i][u] = f2h(w[(size_t)(g * 16 + i) * CC * 9 + pos[pi]]);
             }
-            for (int lane = 0; lane < 32; ++lane) {
-                const int gr = lane >> 2, tg = lane & 3;
-                afrag.push_back(wm[gr][2 * tg] | (wm[gr][2 * tg + 1] << 16));
-                afrag.push_back(wm[gr + 8][2 * tg] | (wm[gr + 8][2 * tg + 1] << 16));
-                afrag.push_back(wm[gr][2 * tg + 8] | (wm[gr][2 * tg + 9] << 16));
-                afrag.push_back(wm[gr + 8][2 * tg + 8] | (wm[gr + 8][2 * tg + 9] << 16));
-            }
+            push_afrag(wm, afrag);
             for (int q = 0; q < 8; ++q) {
                 const int u0 = q < 4 ? 2 * q : 2 * (q - 4) + 8;
                 koffA.push_back((uint32_t)o[u0] | ((uint32_t)o[u0 + 1] << 16));
@@ -543,13 +549,7 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
                     if (pi >= 0)
                         for (int i = 0; i < 16; ++i) wm[i][u] = f2h(w[(size_t)(g * 16 + i) * CC * 9 + pos[pi]]);
                 }
-                for (int lane = 0; lane < 32; ++lane) {
-                    const int gr = lane >> 2, tg = lane & 3;
-                    afragC.push_back(wm[gr][2 * tg] | (wm[gr][2 * tg + 1] << 16));
-                    afragC.push_back(wm[gr + 8][2 * tg] | (wm[gr + 8][2 * tg + 1] << 16));
-                    afragC.push_back(wm[gr][2 * tg + 8] | (wm[gr][2 * tg + 9] << 16));
-                    afragC.push_back(wm[gr + 8][2 * tg + 8] | (wm[gr + 8][2 * tg + 9] << 16));
-                }
+                push_afrag(wm, afragC);
             }
             ksegC.push_back(ksegC.back() + (int)(ord.size() / 16));
         }
