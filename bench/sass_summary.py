@@ -62,13 +62,56 @@ def summarize(path, hot, title):
     return "\n".join(out) + "\n"
 
 
+#: opcodes named in a region's line (memory, synchronization, tensor-core)
+REGION_OPS = ("HMMA", "LDSM", "LDS", "LDG", "LDGSTS", "STS", "STG", "BAR", "MEMBAR", "SYNCS", "UTMALDG", "SHFL",
+              "ATOMS", "RED")
+
+
+def regions(path, min_share):
+    """Return the program split into runs of consecutive instructions executed equally often (straight-line
+    code: set-up, staging loop, k-step loop, epilogue), each with its share of the executed warp instructions and
+    of the stall samples and its memory / sync / tensor-core opcodes; runs below `min_share` of both are left
+    out."""
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    header = rows[1]
+    col = {name: i for i, name in enumerate(header)}
+    body = [r for r in rows[2:] if len(r) == len(header)]
+    runs = []
+    for r in body:
+        n = _num(r[col["Instructions Executed"]])
+        w = _num(r[col["Warp Stall Sampling (All Samples)"]])
+        src = r[col["Source"]].split()
+        op = (src[1] if src and src[0].startswith("@") and len(src) > 1 else (src[0] if src else "?")).split(".")[0]
+        if runs and runs[-1]["executed"] == n:
+            runs[-1]["length"] += 1
+            runs[-1]["samples"] += w
+            runs[-1]["ops"][op] += 1
+        else:
+            runs.append({"first": r[col["Address"]], "executed": n, "length": 1, "samples": w,
+                         "ops": collections.Counter({op: 1})})
+    total = sum(x["executed"] * x["length"] for x in runs) or 1
+    samples = sum(x["samples"] for x in runs) or 1
+    out = ["straight-line runs (executed x length): share of warp instructions, share of stall samples, opcodes"]
+    for x in runs:
+        si, ss = x["executed"] * x["length"] / total, x["samples"] / samples
+        if si < min_share and ss < min_share:
+            continue
+        ops = ", ".join("%s %d" % (o, x["ops"][o]) for o in REGION_OPS if x["ops"][o])
+        out.append("%s  %7d x %4d  %5.1f%% instr  %5.1f%% samples  %s" % (x["first"], x["executed"], x["length"],
+                                                                        100 * si, 100 * ss, ops))
+    return "\n".join(out) + "\n"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv")
     ap.add_argument("--hot", type=int, default=20000, help="list instructions executed at least this often")
     ap.add_argument("--title", default="", help="first line of the summary")
+    ap.add_argument("--regions", type=float, metavar="SHARE",
+                    help="instead: the straight-line runs with at least this share of the instructions or samples")
     a = ap.parse_args(argv)
-    sys.stdout.write(summarize(a.csv, a.hot, a.title))
+    sys.stdout.write(regions(a.csv, a.regions) if a.regions is not None else summarize(a.csv, a.hot, a.title))
 
 
 if __name__ == "__main__":
