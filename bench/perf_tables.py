@@ -5,6 +5,7 @@
 """
 import argparse
 import json
+import sys
 
 
 def layer_table(results):
@@ -79,5 +80,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    import sys
     main(sys.argv[1:])

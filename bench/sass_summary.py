@@ -20,14 +20,27 @@ def _num(text):
         return 0
 
 
-def summarize(path, hot, title):
-    """Return the summary text of one SASS CSV."""
+def _load(path):
+    """(kernel name, header, column index by name, instruction rows) of an ncu SASS source CSV."""
     with open(path, newline="") as f:
         rows = list(csv.reader(f))
     kernel = rows[0][1] if rows and len(rows[0]) > 1 else "?"
     header = rows[1]
     col = {name: i for i, name in enumerate(header)}
-    body = [r for r in rows[2:] if len(r) == len(header)]
+    return kernel, header, col, [r for r in rows[2:] if len(r) == len(header)]
+
+
+def _opcode(source):
+    """Base opcode of a SASS line ('@P0 LDG.E.64 ...' -> 'LDG')."""
+    words = source.split()
+    if words and words[0].startswith("@"):
+        words = words[1:]
+    return words[0].split(".")[0] if words else "?"
+
+
+def summarize(path, hot, title):
+    """Return the summary text of one SASS CSV."""
+    kernel, header, col, body = _load(path)
     stall_cols = [n for n in header if n.startswith("stall_") and "(Not Issued)" not in n]
     stalls = collections.Counter()
     opcodes = collections.Counter()
@@ -35,11 +48,7 @@ def summarize(path, hot, title):
     for r in body:
         for n in stall_cols:
             stalls[n] += _num(r[col[n]])
-        src = r[col["Source"]].strip()
-        op = src.split()[0] if src else "?"
-        if op.startswith("@"):
-            op = src.split()[1] if len(src.split()) > 1 else "?"
-        opcodes[op.split(".")[0]] += _num(r[col["Instructions Executed"]])
+        opcodes[_opcode(r[col["Source"]])] += _num(r[col["Instructions Executed"]])
         wave += _num(r[col["L1 Wavefronts Shared"]])
         ideal += _num(r[col["L1 Wavefronts Shared Ideal"]])
     total = sum(stalls.values()) or 1
@@ -72,17 +81,12 @@ def regions(path, min_share):
     code: set-up, staging loop, k-step loop, epilogue), each with its share of the executed warp instructions and
     of the stall samples and its memory / sync / tensor-core opcodes; runs below `min_share` of both are left
     out."""
-    with open(path, newline="") as f:
-        rows = list(csv.reader(f))
-    header = rows[1]
-    col = {name: i for i, name in enumerate(header)}
-    body = [r for r in rows[2:] if len(r) == len(header)]
+    _, _, col, body = _load(path)
     runs = []
     for r in body:
         n = _num(r[col["Instructions Executed"]])
         w = _num(r[col["Warp Stall Sampling (All Samples)"]])
-        src = r[col["Source"]].split()
-        op = (src[1] if src and src[0].startswith("@") and len(src) > 1 else (src[0] if src else "?")).split(".")[0]
+        op = _opcode(r[col["Source"]])
         if runs and runs[-1]["executed"] == n:
             runs[-1]["length"] += 1
             runs[-1]["samples"] += w

@@ -255,12 +255,12 @@ def main(argv=None):
                     help="with --evaluate: also what --policy model --model-margin M would convert on the files "
                          "(converted, converted but slower, geomean vs all-dense and vs deciding by measurement)")
     a = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    if a.margins and not a.evaluate:
+        ap.error("--margins goes with --evaluate")
     results = []
     for path in a.files:
         with open(path) as f:
             results.extend(r for r in json.load(f)["results"] if r["sparsity"] <= a.max_sparsity)
-    if a.margins and not a.evaluate:
-        ap.error("--margins goes with --evaluate")
     if a.evaluate:
         print("errors of the current COEFFS: " + json.dumps(evaluate(results), indent=1))
         if a.margins:
