@@ -263,6 +263,63 @@ def test_tma_staging_matches_cp_async(shape, dtype, monkeypatch):
         assert err < TOL[dtype], "seed {} {} {}: rel err {}".format(seed, name, n, err)
 
 
+# (name, C, K, R, stride, pads (top, left, bottom, right), dilation, N, H, W, input offset in elements): W even but not a
+# multiple of 4 (pair staging), left pads 0-3, strides, dilation, 5x5, tiles past the map edge, channel tails; an input
+# offset by one element (pairs misaligned: element-wise staging) must give the same result too
+PAIR_SHAPES = [
+    ("w14_pad1", 40, 24, 3, 1, (1, 1, 1, 1), 1, 1, 14, 14, 0),
+    ("w10_pad0", 24, 20, 3, 1, (0, 0, 0, 0), 1, 2, 9, 10, 0),
+    ("w22_pad2_5x5", 19, 17, 5, 1, (2, 2, 2, 2), 1, 1, 13, 22, 0),
+    ("w30_pad3_asym", 12, 16, 3, 1, (1, 3, 0, 2), 1, 1, 11, 30, 0),
+    ("w26_s2", 36, 24, 3, 2, (1, 1, 1, 1), 1, 3, 15, 26, 0),
+    ("w18_dil2", 20, 12, 3, 1, (2, 2, 2, 2), 2, 1, 12, 18, 0),
+    ("w14_c300", 300, 40, 3, 1, (1, 1, 1, 1), 1, 1, 14, 14, 0),
+    ("w6_1x1", 64, 40, 1, 1, (0, 0, 0, 0), 1, 2, 9, 6, 0),
+    ("w14_offset1", 40, 24, 3, 1, (1, 1, 1, 1), 1, 1, 14, 14, 1),
+]
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+@pytest.mark.parametrize("shape", PAIR_SHAPES, ids=[t[0] for t in PAIR_SHAPES])
+def test_pair_staging_matches_elementwise(shape, dtype, monkeypatch):
+    """sm_80+: NCHW inputs with an even W that is not a multiple of 4 are staged in pairs of elements (4- / 8-byte
+    cp.async) where the input allows; every staged variant (smem, reuse, mma) gives bit-identical outputs to the same
+    variant staged element by element (TRT_SPARSE_NO_PAIR_STAGE=1 at plan creation) and matches the reference."""
+    if torch.cuda.get_device_capability()[0] < 8:
+        pytest.skip("pair staging needs sm_80+ (cp.async)")
+    name, C, K, R, st, pads, dl, N, H, W, off = shape
+    seed = secrets.randbits(32)
+    rng = np.random.default_rng(seed)
+    sw = random_sparse_weight(rng, K, C, R, R, 0.9)
+    bias = rng.standard_normal(K).astype(np.float32)
+    tdt = torch.float16 if dtype == "fp16" else torch.float32
+    n_el = N * C * H * W
+    store = torch.from_numpy(rng.standard_normal(n_el + 1).astype(np.float32)).to("cuda", tdt)
+    xt = store[off:off + n_el].view(N, C, H, W)
+    ref = reference.sparse_conv2d(xt.float().cpu().numpy().astype(np.float64), sw, bias, (st, st), pads, (dl, dl), 1)
+    monkeypatch.delenv("TRT_SPARSE_NO_PAIR_STAGE", raising=False)
+    monkeypatch.setenv("TRT_SPARSE_NO_TMA", "1")  # the cp.async staging path on sm_90 too
+    plan_pair = tcuda.SparseConvPlan(sw, bias, (st, st), pads, (dl, dl), 1, 0.0, 6.0, dtype)
+    monkeypatch.setenv("TRT_SPARSE_NO_PAIR_STAGE", "1")
+    plan_elem = tcuda.SparseConvPlan(sw, bias, (st, st), pads, (dl, dl), 1, 0.0, 6.0, dtype)
+    assert " pairs=1" in plan_pair.describe() and " pairs=0" in plan_elem.describe()
+    names = plan_pair.variants(N, H, W)
+    assert names == plan_elem.variants(N, H, W)
+    staged = [(i, n) for i, n in enumerate(names) if n.startswith(("smem(", "mma(", "reuse("))]
+    assert staged, names
+    y = torch.empty(plan_pair.output_shape(tuple(xt.shape)), device="cuda", dtype=tdt)
+    for i, n in staged:
+        outs = []
+        for plan in (plan_pair, plan_elem):
+            y.fill_(float("nan"))
+            plan.enqueue_variant(i, xt, y)
+            torch.cuda.synchronize()
+            outs.append(y.clone())
+        assert torch.equal(outs[0], outs[1]), "seed {} {} {}: pair and element-wise staging differ".format(seed, name, n)
+        err = _rel_err(outs[0].float().cpu().numpy(), ref)
+        assert err < TOL[dtype], "seed {} {} {}: rel err {}".format(seed, name, n, err)
+
+
 @pytest.mark.parametrize("staging", ["tma", "cp_async"])
 @pytest.mark.parametrize("shape", [
     # (name, C, K, H, W, layout): 128-channel chunks with a tail chunk, several full ones, NHWC (element-wise

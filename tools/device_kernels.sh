@@ -4,7 +4,7 @@
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
 #                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma] [ab-mma] [ab-small]
 #                                             [probe] [probe-mma] [variants-reuse] [ab-layout] [ab-order] [ab-align8] [ab-clusters]
-#                                             [ab-bigchunk]
+#                                             [ab-bigchunk] [ab-pairs]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Stages run in this file's order (build, test, sanitizers, ..., bench-full, the A/B stages, ...), not in the order
@@ -167,6 +167,16 @@ if has ab-bigchunk && fits 100; then
   mma_ab bigchunk TRT_SPARSE_MMA_CFG_LIMIT=17 \
     "fp16 mma with the 96 KB-staging configs (A) vs without (B: TRT_SPARSE_MMA_CFG_LIMIT=17)" "0.9 0.95"
   mma_ab bigchunk_vector16 TRT_SPARSE_MMA_CFG_LIMIT=17 "the same, vector:16 95% batch 1" 0.95 "--pattern vector:16 --batch 1"
+fi
+if has ab-pairs && fits 120; then
+  say "A/B in one process: pair staging (A) vs element-wise (B: TRT_SPARSE_NO_PAIR_STAGE=1), the W = 14 layers"
+  W14="resnet50_3x3_c256_h14 resnet50_3x3s2_c512_h14 resnet50_1x1_c1024_k256_h14 resnet50_1x1_c256_k1024_h14 vgg16_3x3_c512_k512_h14"
+  for fam in smem mma; do
+    dts="fp32 fp16"; [ $fam = mma ] && dts=fp16
+    timeout 200 python3 bench/env_ab.py --env TRT_SPARSE_NO_PAIR_STAGE=1 --family $fam --batch 1 8 --sparsity 0.9 0.95 \
+      --dtype $dts --only $W14 --json "$OUT/ab_pairs_$fam.json" >"$OUT/ab_pairs_$fam.log" 2>&1 || status=1
+    tail -3 "$OUT/ab_pairs_$fam.log"
+  done
 fi
 if has ab-align8 && fits 90; then
   mma_ab align8 TRT_SPARSE_MMA_ALIGN8=1 \

@@ -96,6 +96,20 @@ __device__ __forceinline__ void cp_8(void* dst, const void* src) {
 #endif
 }
 __device__ __forceinline__ void cp_vec(__half* dst, const __half* src) { cp_8(dst, src); }
+/* 4 bytes (4-byte aligned both sides), asynchronous on sm_80+. */
+__device__ __forceinline__ void cp_4(void* dst, const void* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(src));
+#else
+    *reinterpret_cast<unsigned*>(dst) = __ldg(reinterpret_cast<const unsigned*>(src));
+#endif
+}
+/* Copy of 2 elements (8 bytes fp32, 4 bytes fp16), asynchronous on sm_80+. */
+__device__ __forceinline__ void cp_pair(float* dst, const float* src) { cp_8(dst, src); }
+__device__ __forceinline__ void cp_pair(__half* dst, const __half* src) { cp_4(dst, src); }
+__device__ __forceinline__ void zero_pair(float* dst) { *reinterpret_cast<float2*>(dst) = make_float2(0.f, 0.f); }
+__device__ __forceinline__ void zero_pair(__half* dst) { *reinterpret_cast<unsigned*>(dst) = 0u; }
 __device__ __forceinline__ void zero_vec(float* dst) { *reinterpret_cast<float4*>(dst) = make_float4(0.f, 0.f, 0.f, 0.f); }
 __device__ __forceinline__ void zero_vec(__half* dst) { *reinterpret_cast<uint2*>(dst) = make_uint2(0u, 0u); }
 
@@ -292,9 +306,9 @@ __device__ __forceinline__ void stage(const SmemParams& p, const StageLane& l, c
     }
     const int rows = min(p.cc, p.C - c0) * p.in_h;
     if (l.row0 >= rows) return;
-    const int ve = p.vec ? 4 : 1;
+    const int ve = p.vec; /* 4, 2 or 1 elements per copy (host: W, the input's alignment and lead allow it) */
     const int gx = ix0 + l.v * ve;
-    const bool colok = p.vec ? (gx >= 0 && gx + 4 <= p.W) : ((unsigned)gx < (unsigned)p.W);
+    const bool colok = ve > 1 ? (gx >= 0 && gx + ve <= p.W) : ((unsigned)gx < (unsigned)p.W);
     const long long HW = (long long)p.H * p.W;
     long long so = (long long)(c0 + l.c) * HW + (long long)(iy0 + l.r) * p.W + gx; /* source offset */
     const long long s_step = p.st_step_c * HW + (long long)p.st_step_r * p.W;
@@ -304,7 +318,7 @@ __device__ __forceinline__ void stage(const SmemParams& p, const StageLane& l, c
     const int step = p.st_step, step_r = p.st_step_r, in_h = p.in_h;
     const unsigned H = (unsigned)p.H;
     int r = l.r;
-    if (p.vec) { /* two loops: the copy kind is loop-invariant */
+    if (ve == 4) { /* one loop per copy kind: the kind is loop-invariant */
         for (int row = l.row0; row < rows; row += step) {
             if (colok && (unsigned)(iy0 + r) < H) cp_vec(dst, xn + so);
             else zero_vec(dst);
@@ -312,6 +326,15 @@ __device__ __forceinline__ void stage(const SmemParams& p, const StageLane& l, c
             so += s_step;
             r += step_r;
             if (r >= in_h) { r -= in_h; so += s_wrap; } /* step_r < in_h: at most one wrap */
+        }
+    } else if (ve == 2) { /* even W, gx even: a pair is wholly inside the row or wholly padding */
+        for (int row = l.row0; row < rows; row += step) {
+            if (colok && (unsigned)(iy0 + r) < H) cp_pair(dst, xn + so);
+            else zero_pair(dst);
+            dst += d_step;
+            so += s_step;
+            r += step_r;
+            if (r >= in_h) { r -= in_h; so += s_wrap; }
         }
     } else {
         int row = l.row0;

@@ -133,6 +133,8 @@ struct tsc_plan {
                               * TRT_SPARSE_MMA_SORTED=1 at plan creation) */
     int mma_cfg_limit = tsc::MMA_CFGS; /* tensor-core configs with ids >= this are left out of the candidates (A/B
                                         * switch: TRT_SPARSE_MMA_CFG_LIMIT=12 keeps the round-13 configs) */
+    bool pair_stage = false; /* NCHW staging copies pairs of elements where W is even but not a multiple of 4 (sm_80+:
+                              * cp.async; TRT_SPARSE_NO_PAIR_STAGE=1 at plan creation turns it off, A/B switch) */
     bool mma_align8 = false; /* fp16 8-wide tensor-core tiles in 16-byte (TMA-able) units too (A/B switch:
                               * TRT_SPARSE_MMA_ALIGN8=1 at plan creation) */
     mutable std::mutex mu;  /* tuned */
@@ -524,7 +526,13 @@ bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int n
     sp->ns = ns;
     sp->cl = cl;
     sp->nhwc = p->layout == TSC_NHWC ? 1 : 0; /* element-wise staging, channel-last stores */
-    sp->vec = (!sp->nhwc && (W % 4) == 0 && (reinterpret_cast<uintptr_t>(x) % (uintptr_t)(4 * es)) == 0) ? 1 : 0;
+    /* staging copy unit: 4 elements where W and the input allow, else pairs (even W; asynchronous 4- / 8-byte copies
+     * on sm_80+, half the copies of element-wise staging), else single elements. Tiles start at columns that are
+     * multiples of 4 (lead + pad_left aligned, TW a multiple of 4), so an aligned unit never straddles a row end. */
+    const uintptr_t xa = reinterpret_cast<uintptr_t>(x);
+    sp->vec = 1;
+    if (!sp->nhwc && (W % 4) == 0 && xa % (uintptr_t)(4 * es) == 0) sp->vec = 4;
+    else if (!sp->nhwc && p->pair_stage && (W % 2) == 0 && xa % (uintptr_t)(2 * es) == 0) sp->vec = 2;
     sp->act = p->d.activation;
     sp->clip_min = p->d.clip_min;
     sp->clip_max = p->d.clip_max;
@@ -534,10 +542,11 @@ bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int n
     sp->bstride = L.bstride > 0 ? L.bstride : L.cc * L.cstride;
     sp->tma = 0; /* set by launch_variant where the TMA path applies */
     sp->mbar_off = L.mbar_off;
-    sp->st_nv = sp->vec ? L.pitch / 4 : L.pitch;
+    if (L.pitch % 4 != 0 || (p->d.pad_left + L.lead) % 4 != 0 || TW % 4 != 0) sp->vec = 1; /* (layouts keep them aligned) */
+    sp->st_nv = L.pitch / sp->vec;
     if (narrow) { /* lead + the tile's input columns, in copy units */
         const long long cols = L.lead + (long long)(TW - 1) * p->d.stride_w + (long long)(p->d.S - 1) * p->d.dilation_w + 1;
-        sp->st_nv = (int)std::min<long long>(sp->st_nv, sp->vec ? (cols + 3) / 4 : cols);
+        sp->st_nv = (int)std::min<long long>(sp->st_nv, (cols + sp->vec - 1) / sp->vec);
     }
     if (sp->st_nv < 1 || sp->st_nv > 256 || L.in_h < 1) return false; /* layouts keep pitch <= 256 */
     if (sp->nhwc) { /* cc threads per staged pixel, 256 / cc pixels per pass */
@@ -1475,6 +1484,7 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         p->tma = p->clusters && tma_available(); /* see encode_input_map */
         p->mma_sorted = env_flag("TRT_SPARSE_MMA_SORTED");
         p->mma_align8 = env_flag("TRT_SPARSE_MMA_ALIGN8");
+        p->pair_stage = cc_major >= 8 && !env_flag("TRT_SPARSE_NO_PAIR_STAGE");
         if (const char* lim = std::getenv("TRT_SPARSE_MMA_CFG_LIMIT"))
             p->mma_cfg_limit = std::max(0, std::min(tsc::MMA_CFGS, std::atoi(lim)));
     }
@@ -1759,7 +1769,7 @@ size_t tsc_plan_describe(const tsc_plan* plan, char* buf, size_t buf_len) {
                     " C=" + std::to_string(plan->d.C) + " R=" + std::to_string(plan->d.R) + " S=" +
                     std::to_string(plan->d.S) + " nnz=" + std::to_string(plan->nnz) +
                     " tile_geom=" + std::to_string(plan->geom) + " tma=" + (plan->tma ? "1" : "0") +
-                    " device_bytes=" + std::to_string(device_bytes(plan));
+                    " pairs=" + (plan->pair_stage ? "1" : "0") + " device_bytes=" + std::to_string(device_bytes(plan));
     {
         std::lock_guard<std::mutex> lock(plan->mu);
         for (size_t i = 0; i < plan->tuned.size(); ++i) {

@@ -90,13 +90,14 @@ struct SmemParams {
     int ns;                 /* warps splitting one slot's nonzeros (1, 2, 4, 8) */
     int cl;                 /* smem kernel: blocks of a thread-block cluster splitting the group's input-channel
                              * chunks (1: no cluster; > 1 only on sm_90+, partial sums reduced through DSMEM) */
-    int vec;                /* 1: 4-element vector copies (W % 4 == 0, aligned input) */
+    int vec;                /* elements per staging copy: 4 (W % 4 == 0, 4-element aligned input), 2 (pair copies:
+                             * even W, pair-aligned input, sm_80+ cp.async), 1 (element by element) */
     int act;
     float clip_min, clip_max;
     int dense_chunks;       /* > 0: every group lists all its dense_chunks chunks (gch_off[g] = g * dense_chunks,
                              * chunk_ids[gch_off[g] + j] = j): kernels may skip those two dependent loads */
     int st_nv, st_step, st_step_c, st_step_r; /* staging walk (host-computed): copy units per staged row
-                             * (pitch / 4 with vec, else pitch), rows per pass (256 / st_nv) = st_step_c channels
+                             * (pitch / vec), rows per pass (256 / st_nv) = st_step_c channels
                              * + st_step_r rows */
     unsigned tw_magic, nv_magic, inh_magic; /* x / tiles_w, x / st_nv, x / in_h as __umulhi(x, magic) for the
                              * kernels' x ranges (host-checked, udiv_magic); 0: divide */
