@@ -57,7 +57,7 @@ fi
 if has sanitize-quick && fits 40; then
   say "compute-sanitizer memcheck (small subset + plan memory / choice tests)"
   compute-sanitizer --tool memcheck --error-exitcode 99 python3 -m pytest -q -m gpu tests/test_kernels_gpu.py \
-    -k "(test_every_variant_matches_reference and (basic or 1x1)) or (test_nhwc_matches_reference and (basic or stride2 or odd_sizes)) or test_plan_memory_is_lazy or test_choice_roundtrip" \
+    -k "(test_every_variant_matches_reference and (basic or 1x1)) or (test_nhwc_matches_reference and (basic or stride2 or odd_sizes)) or (test_pair_staging_matches_elementwise and (w14_pad1 or w30_pad3_asym or w26_s2)) or test_plan_memory_is_lazy or test_choice_roundtrip" \
     >"$OUT/sanitize_quick.log" 2>&1
   rc=$?; say "memcheck rc=$rc"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitize_quick.log" | tail -3
   [ $rc -eq 0 ] || status=1
