@@ -65,7 +65,7 @@ fi
 if has racecheck-quick && fits 60; then
   say "compute-sanitizer racecheck (small subset: every variant of three cases, incl. cluster configs)"
   compute-sanitizer --tool racecheck --error-exitcode 99 python3 -m pytest -q -m gpu tests/test_kernels_gpu.py \
-    -k "test_every_variant_matches_reference and (basic or c_many or resnet_like_7)" >"$OUT/racecheck_quick.log" 2>&1
+    -k "test_every_variant_matches_reference and (basic or c_many or resnet_like_7 or sp99)" >"$OUT/racecheck_quick.log" 2>&1
   rc=$?; say "racecheck rc=$rc"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/racecheck_quick.log" | tail -3
   [ $rc -eq 0 ] || status=1
 fi
