@@ -368,6 +368,84 @@ def test_large_staging_configs_match_reference(dtype, shape, staging, monkeypatc
         assert err < tol, "seed {} {} {}: rel err {}".format(seed, name, n, err)
 
 
+# (name, C, K, R, stride (h, w), pads, dilation, N, H, W, input offset in elements, sparsity): the half2 smem layouts'
+# staging paths -- 4-word units (W % 4 == 0, aligned input) and single words (odd W, W % 4 == 2, offset input) --,
+# the fixed-pitch and runtime-pitch bodies (pad 1 vs pad 0 / 2, 5x5, dilation 2, stride_h 2), tiles cut by the map's
+# edges, C = 1, several input-channel chunks, empty output channels (100% sparsity), clusters (small maps)
+H2_SHAPES = [
+    ("w20_pad1", 24, 40, 3, (1, 1), (1, 1, 1, 1), 1, 2, 18, 20, 0, 0.9),
+    ("w17_odd", 9, 13, 3, (1, 1), (1, 1, 1, 1), 1, 1, 13, 17, 0, 0.8),
+    ("w14_even", 40, 24, 3, (1, 1), (1, 1, 1, 1), 1, 1, 14, 14, 0, 0.9),
+    ("w20_offset1", 24, 40, 3, (1, 1), (1, 1, 1, 1), 1, 1, 18, 20, 1, 0.9),
+    ("w36_pad0", 16, 20, 3, (1, 1), (0, 0, 0, 0), 1, 1, 19, 36, 0, 0.9),
+    ("w24_pad2_dil2", 16, 24, 3, (1, 1), (2, 2, 2, 2), 2, 1, 20, 24, 0, 0.9),
+    ("w22_5x5", 19, 17, 5, (1, 1), (2, 2, 2, 2), 1, 1, 13, 22, 0, 0.9),
+    ("w28_sh2", 20, 16, 3, (2, 1), (1, 1, 1, 1), 1, 1, 27, 28, 0, 0.9),
+    ("w70_asym", 12, 16, 3, (1, 1), (1, 3, 0, 2), 1, 1, 9, 70, 0, 0.9),
+    ("c1", 1, 8, 3, (1, 1), (1, 1, 1, 1), 1, 1, 11, 12, 0, 0.5),
+    ("c200_multichunk", 200, 24, 3, (1, 1), (1, 1, 1, 1), 1, 1, 14, 16, 0, 0.9),
+    ("w7_c512_cluster", 512, 64, 3, (1, 1), (1, 1, 1, 1), 1, 1, 7, 7, 0, 0.95),
+    ("all_zero", 16, 8, 3, (1, 1), (1, 1, 1, 1), 1, 1, 12, 16, 0, 1.0),
+    ("1x1", 32, 24, 1, (1, 1), (0, 0, 0, 0), 1, 1, 15, 32, 0, 0.9),
+]
+
+
+@pytest.mark.parametrize("shape", H2_SHAPES, ids=[t[0] for t in H2_SHAPES])
+def test_half2_smem_variants_match_reference(shape):
+    """fp16 NCHW plans with stride_w 1 offer half2 smem variants (a lane's two pixels of a row in one staged word,
+    HFMA2 with fp16 weights, fp16 partial sums of <= 16 nonzeros flushed into fp32); each matches the float64
+    reference within the fp16 tolerance on every staging path and geometry, with empty output channels giving
+    exactly the bias (+ ReLU)."""
+    name, C, K, R, st, pads, dl, N, H, W, off, sparsity = shape
+    seed = secrets.randbits(32)
+    rng = np.random.default_rng(seed)
+    sw = random_sparse_weight(rng, K, C, R, R, sparsity)
+    bias = rng.standard_normal(K).astype(np.float32)
+    n_el = N * C * H * W
+    store = torch.from_numpy(rng.standard_normal(n_el + 1).astype(np.float32)).to("cuda", torch.float16)
+    xt = store[off:off + n_el].view(N, C, H, W)
+    ref = reference.sparse_conv2d(xt.float().cpu().numpy().astype(np.float64), sw, bias, st, pads, (dl, dl), 1)
+    plan = tcuda.SparseConvPlan(sw, bias, st, pads, (dl, dl), 1, 0.0, 6.0, "fp16")
+    assert " h2=1" in plan.describe()
+    names = plan.variants(N, H, W)
+    h2 = [(i, n) for i, n in enumerate(names) if n.startswith("smem(") and n.endswith(",half2)")]
+    assert h2, "seed {} {}: no half2 smem variant in {}".format(seed, name, names)
+    y = torch.empty(plan.output_shape(tuple(xt.shape)), device="cuda", dtype=torch.float16)
+    for i, n in h2:
+        y.fill_(float("nan"))
+        plan.enqueue_variant(i, xt, y)
+        torch.cuda.synchronize()
+        out = y.float().cpu().numpy()
+        err = _rel_err(out, ref)
+        assert err < TOL["fp16"], "seed {} {} {}: rel err {}".format(seed, name, n, err)
+        if sparsity == 1.0:  # no nonzero: relu(bias) rounded to fp16, exactly
+            expect = np.maximum(bias, 0).astype(np.float16).astype(np.float32)[None, :, None, None]
+            assert np.array_equal(out, np.broadcast_to(expect, out.shape)), (seed, n)
+
+
+def test_half2_smem_offered_only_where_it_applies(monkeypatch):
+    """Half2 smem layouts: fp16 NCHW with stride_w 1 only (not fp32, NHWC or stride_w 2), not on near-dense weights
+    (> 60% nonzeros), not with weights that overflow fp16, and not with TRT_SPARSE_NO_H2=1 (A/B switch)."""
+    rng = np.random.default_rng(secrets.randbits(32))
+    sw = random_sparse_weight(rng, 16, 24, 3, 3, 0.9)
+
+    def h2_names(weights, dtype="fp16", layout="NCHW", strides=(1, 1)):
+        plan = tcuda.SparseConvPlan(weights, None, strides, (1, 1, 1, 1), (1, 1), 0, 0.0, 6.0, dtype, layout)
+        return [n for n in plan.variants(1, 20, 24) if "half2" in n and n.startswith("smem(")]
+
+    assert h2_names(sw)
+    assert not h2_names(sw, dtype="fp32")
+    assert not h2_names(sw, layout="NHWC")
+    assert not h2_names(sw, strides=(1, 2))
+    assert h2_names(sw, strides=(2, 1))
+    assert not h2_names(random_sparse_weight(rng, 16, 24, 3, 3, 0.2))
+    big = random_sparse_weight(rng, 16, 24, 3, 3, 0.9)
+    np.asarray(big.values)[0] = 70000.0
+    assert not h2_names(big)
+    monkeypatch.setenv("TRT_SPARSE_NO_H2", "1")
+    assert not h2_names(sw)
+
+
 @pytest.mark.parametrize("sparsity", [0.5, 0.9])
 def test_half2_accuracy_deep_reduction(sparsity):
     """fp16 I/O with half2 arithmetic (reuse kernel): fp16 products and fp16 partial sums over at most 16

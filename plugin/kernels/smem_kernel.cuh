@@ -71,6 +71,13 @@ __device__ __forceinline__ int2 lds_entry(unsigned a) {
     return v;
 }
 
+/* Half2 word at shared-window address a (half2 layouts: the lane's two pixels' inputs in one word). */
+__device__ __forceinline__ __half2 lds_h2(unsigned a) {
+    __half2 h;
+    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(*reinterpret_cast<unsigned*>(&h)) : "r"(a));
+    return h;
+}
+
 __device__ __forceinline__ float act_f(float v, int act, float lo, float hi) {
     if (act == 1) return fmaxf(v, 0.0f);
     if (act == 2) return fminf(fmaxf(v, lo), hi);
@@ -368,6 +375,73 @@ __device__ __forceinline__ void stage(const SmemParams& p, const StageLane& l, c
     }
 }
 
+/* Half2 layout (fp16 NCHW, stride_w 1; the H2 smem kernel): stage input channels [c0, c0 + cc) so that 32-bit word j
+ * of a staged row holds the row's columns j (low half) and j + LW (high half) -- a lane's two output pixels
+ * (columns lc and lc + LW of the tile) read their inputs of one nonzero with ONE 32-bit LDS. Row pitch and channel
+ * stride are in words; p.st_nv units of p.vec words per row. vec 4: two aligned 8-byte loads (columns j..j+3 and
+ * j+LW..j+LW+3, each wholly inside the row or wholly padding: W % 4 == 0, tiles start at multiples of 4), four
+ * byte permutes, one 16-byte store; two rows' loads in flight. vec 1: two 2-byte loads, each bounds-checked. */
+template <int LW>
+__device__ __forceinline__ void stage_h2(const SmemParams& p, const StageLane& l, const __half* __restrict__ xn,
+                                         unsigned* buf, int c0, int iy0, int ix0) {
+    const int rows = min(p.cc, p.C - c0) * p.in_h;
+    if (l.row0 >= rows) return;
+    const int ve = p.vec;
+    const int gx = ix0 + l.v * ve;
+    const long long HW = (long long)p.H * p.W;
+    long long so = (long long)(c0 + l.c) * HW + (long long)(iy0 + l.r) * p.W + gx;
+    const long long s_step = p.st_step_c * HW + (long long)p.st_step_r * p.W;
+    const long long s_wrap = HW - (long long)p.in_h * p.W;
+    unsigned* dst = buf + l.row0 * p.pitch + l.v * ve;
+    const int d_step = p.st_step * p.pitch;
+    const int step = p.st_step, step_r = p.st_step_r, in_h = p.in_h;
+    const unsigned H = (unsigned)p.H;
+    int r = l.r;
+    if (ve == 4) {
+        const bool ok_lo = gx >= 0 && gx + 4 <= p.W, ok_hi = gx + LW >= 0 && gx + LW + 4 <= p.W;
+        int row = l.row0;
+        for (; row + step < rows; row += 2 * step) {
+            uint2 lo[2], hi[2];
+            unsigned* d[2];
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+                const bool rok = (unsigned)(iy0 + r) < H;
+                lo[u] = (rok && ok_lo) ? __ldg(reinterpret_cast<const uint2*>(xn + so)) : make_uint2(0u, 0u);
+                hi[u] = (rok && ok_hi) ? __ldg(reinterpret_cast<const uint2*>(xn + so + LW)) : make_uint2(0u, 0u);
+                d[u] = dst;
+                dst += d_step;
+                so += s_step;
+                r += step_r;
+                if (r >= in_h) { r -= in_h; so += s_wrap; }
+            }
+#pragma unroll
+            for (int u = 0; u < 2; ++u)
+                *reinterpret_cast<uint4*>(d[u]) = make_uint4(__byte_perm(lo[u].x, hi[u].x, 0x5410), __byte_perm(lo[u].x, hi[u].x, 0x7632),
+                                                             __byte_perm(lo[u].y, hi[u].y, 0x5410), __byte_perm(lo[u].y, hi[u].y, 0x7632));
+        }
+        if (row < rows) {
+            const bool rok = (unsigned)(iy0 + r) < H;
+            const uint2 a = (rok && ok_lo) ? __ldg(reinterpret_cast<const uint2*>(xn + so)) : make_uint2(0u, 0u);
+            const uint2 b = (rok && ok_hi) ? __ldg(reinterpret_cast<const uint2*>(xn + so + LW)) : make_uint2(0u, 0u);
+            *reinterpret_cast<uint4*>(dst) = make_uint4(__byte_perm(a.x, b.x, 0x5410), __byte_perm(a.x, b.x, 0x7632),
+                                                        __byte_perm(a.y, b.y, 0x5410), __byte_perm(a.y, b.y, 0x7632));
+        }
+    } else {
+        const bool ok_lo = (unsigned)gx < (unsigned)p.W, ok_hi = (unsigned)(gx + LW) < (unsigned)p.W;
+        const unsigned short* xs = reinterpret_cast<const unsigned short*>(xn);
+        for (int row = l.row0; row < rows; row += step) {
+            const bool rok = (unsigned)(iy0 + r) < H;
+            const unsigned a = (rok && ok_lo) ? (unsigned)__ldg(xs + so) : 0u;
+            const unsigned b = (rok && ok_hi) ? (unsigned)__ldg(xs + so + LW) : 0u;
+            *dst = a | (b << 16);
+            dst += d_step;
+            so += s_step;
+            r += step_r;
+            if (r >= in_h) { r -= in_h; so += s_wrap; }
+        }
+    }
+}
+
 /* Element offset of output (channel k, row oy, column ox) within one image: NCHW or NHWC (p.nhwc). */
 __device__ __forceinline__ long long out_off(const SmemParams& p, int k, int oy, int ox) {
     return p.nhwc ? ((long long)oy * p.Q + ox) * p.K + k : ((long long)k * p.P + oy) * p.Q + ox;
@@ -386,13 +460,20 @@ struct FixedPitch {
     static const int value = sizeof(T) == 4 ? (LW == 16 ? 48 : 24) : (LW == 16 ? 40 : (PXH == 4 ? 24 : 16));
 };
 
+/* Row pitch (32-bit words) of the half2 layout's compiled fast path: 3x3 stride 1 tiles' bank-conflict-free
+ * pitch (the host's smem_h2_pitch choice; lane rows 16 words apart mod 32 for LW 16, 8 for LW 8). */
+template <int LW>
+struct H2FixedPitch {
+    static const int value = LW == 16 ? 48 : 24;
+};
+
 }  // namespace smem_detail
 
 /* LW lanes along the width, PXH x PXW pixels per lane, KW output channels per warp slot (registers held to 4 blocks
  * per SM for the 2-accumulator 8x8 x KW 1 tile, 3 for KW <= 2, 2 otherwise: 64 / 80 / 128),
  * SW compile-time horizontal stride (0: runtime p.sw), FP compile-time row pitch (0: runtime p.pitch; > 0 only
  * with stride 1 both ways and p.pitch == FP: every pixel's address is the nonzero's plus an immediate). */
-template <typename T, int LW, int PXH, int PXW, int KW, int SW, int FP>
+template <typename T, int LW, int PXH, int PXW, int KW, int SW, int FP, bool H2 = false>
 __global__ void __launch_bounds__(256, KW == 1 && PXH * PXW <= 2 ? 4 : (KW <= 2 ? 3 : 2)) smem_kernel(SmemParams p, const TSC_GRID_CONST TmaDesc tmap) {
     using namespace smem_detail;
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -412,10 +493,11 @@ __global__ void __launch_bounds__(256, KW == 1 && PXH * PXW <= 2 ? 4 : (KW <= 2 
     const int pitch = FP ? FP : p.pitch;
     const int iy0 = oy0 * sh - p.pad_top;
     const int ix0 = ox0 * sw - p.pad_left - p.lead;
+    constexpr int UB = H2 ? 4 : (int)sizeof(T); /* bytes per staged unit: a half2 word (H2) or an element */
     int rb[PXH]; /* lane's byte offset of pixel row jr in a staged chunk */
 #pragma unroll
     for (int jr = 0; jr < PXH; ++jr)
-        rb[jr] = (((lr + jr * LH) * sh) * pitch + lc * sw + p.lead) * (int)sizeof(T);
+        rb[jr] = (((lr + jr * LH) * sh) * pitch + lc * sw + p.lead) * UB;
     const int dch = p.dense_chunks; /* > 0: chunk lists are implicit (no dependent index loads) */
     int cs0 = dch > 0 ? g * dch : __ldg(p.gch_off + g);
     int cs1 = dch > 0 ? cs0 + dch : __ldg(p.gch_off + g + 1);
@@ -428,7 +510,7 @@ __global__ void __launch_bounds__(256, KW == 1 && PXH * PXW <= 2 ? 4 : (KW <= 2 
     /* TMA staging (p.tma): thread 0 issues one bulk tensor copy of the chunk's zero-padded input box and one bulk copy
      * of the block's list per listed chunk, both completing on the buffer's mbarrier; every thread waits on it. */
     const unsigned mbar = smem_addr(smem_raw + p.mbar_off);
-    const bool tma = p.tma != 0 && (smem_addr(smem_raw) & 127u) == 0u; /* box destinations 128-aligned */
+    const bool tma = !H2 && p.tma != 0 && (smem_addr(smem_raw) & 127u) == 0u; /* box destinations 128-aligned */
     if (tma) {
         if (threadIdx.x == 0) {
             mbar_init(mbar);
@@ -502,7 +584,11 @@ __global__ void __launch_bounds__(256, KW == 1 && PXH * PXW <= 2 ? 4 : (KW <= 2 
             } else
 #endif
             {
-                stage<T>(p, sl, xn, sbuf, chunk_of(cs0) * p.cc, iy0, ix0);
+                if (H2)
+                    stage_h2<LW>(p, sl, reinterpret_cast<const __half*>(xn), reinterpret_cast<unsigned*>(sbuf),
+                                 chunk_of(cs0) * p.cc, iy0, ix0);
+                else
+                    stage<T>(p, sl, xn, sbuf, chunk_of(cs0) * p.cc, iy0, ix0);
                 stage_list(p, bl0, bl1, lbuf);
             }
         }
@@ -526,7 +612,11 @@ __global__ void __launch_bounds__(256, KW == 1 && PXH * PXW <= 2 ? 4 : (KW <= 2 
                 } else
 #endif
                 {
-                    stage<T>(p, sl, xn, sbuf + (b ^ 1) * buf_elems, chunk_of(i + 1) * p.cc, iy0, ix0);
+                    if (H2)
+                        stage_h2<LW>(p, sl, reinterpret_cast<const __half*>(xn),
+                                     reinterpret_cast<unsigned*>(sbuf + (b ^ 1) * buf_elems), chunk_of(i + 1) * p.cc, iy0, ix0);
+                    else
+                        stage<T>(p, sl, xn, sbuf + (b ^ 1) * buf_elems, chunk_of(i + 1) * p.cc, iy0, ix0);
                     stage_list(p, bl1, bl2, lbuf + (b ^ 1) * p.lcap);
                     cp_commit();
                 }
@@ -538,7 +628,40 @@ __global__ void __launch_bounds__(256, KW == 1 && PXH * PXW <= 2 ? 4 : (KW <= 2 
             for (int kl = 0; kl < KW; ++kl) {
                 int t = __shfl_sync(kFull, sv_cur, kl);
                 const int e1 = __shfl_sync(kFull, sv_cur, kl + 1);
-                if (FP) {
+                if (H2) {
+                    /* half2: per nonzero (half2(w, w) bits, word offset) one LDS.32 per pixel row feeds both pixels of
+                     * the row (columns lc and lc + LW) to one HFMA2; fp16 partial sums of at most 16 nonzeros are
+                     * flushed into the fp32 accumulators */
+                    unsigned ra[PXH];
+#pragma unroll
+                    for (int jr = 0; jr < PXH; ++jr) ra[jr] = sbase + (unsigned)rb[jr];
+                    while (t < e1) {
+                        const int te = min(t + 16, e1);
+                        __half2 h[PXH];
+#pragma unroll
+                        for (int jr = 0; jr < PXH; ++jr) h[jr] = __float2half2_rn(0.0f);
+#pragma unroll 4
+                        for (; t < te; ++t) {
+                            const int2 nz = lds_entry(lb + (unsigned)t * 8u);
+                            __half2 w2;
+                            *reinterpret_cast<int*>(&w2) = nz.x;
+                            if (FP) { /* one address add, row offsets as immediates */
+                                const unsigned a = ra[0] + (unsigned)nz.y;
+#pragma unroll
+                                for (int jr = 0; jr < PXH; ++jr) h[jr] = __hfma2(w2, lds_h2(a + (unsigned)(jr * LH * FP * 4)), h[jr]);
+                            } else {
+#pragma unroll
+                                for (int jr = 0; jr < PXH; ++jr) h[jr] = __hfma2(w2, lds_h2(ra[jr] + (unsigned)nz.y), h[jr]);
+                            }
+                        }
+#pragma unroll
+                        for (int jr = 0; jr < PXH; ++jr) {
+                            const float2 f = __half22float2(h[jr]);
+                            acc[kl][jr * PXW] += f.x;
+                            acc[kl][jr * PXW + PXW - 1] += f.y;
+                        }
+                    }
+                } else if (FP) {
                     const unsigned ra = sbase + (unsigned)rb[0];
 #pragma unroll 4
                     for (; t < e1; ++t) {
@@ -677,13 +800,13 @@ cudaError_t launch_cluster(K kernel, int cl, size_t smem, dim3 grid, cudaStream_
 #endif
 }
 
-template <typename T, int LW, int PXH, int PXW, int KW, int SW, int FP>
+template <typename T, int LW, int PXH, int PXW, int KW, int SW, int FP, bool H2 = false>
 cudaError_t launch_smem_one(const SmemParams& p, const TmaDesc& tm, size_t smem, dim3 grid, cudaStream_t s) {
     if (p.cl > 1) {
         grid.x *= (unsigned)p.cl;
-        return launch_cluster(smem_kernel<T, LW, PXH, PXW, KW, SW, FP>, p.cl, smem, grid, s, p, tm);
+        return launch_cluster(smem_kernel<T, LW, PXH, PXW, KW, SW, FP, H2>, p.cl, smem, grid, s, p, tm);
     }
-    smem_kernel<T, LW, PXH, PXW, KW, SW, FP><<<grid, 256, smem, s>>>(p, tm);
+    smem_kernel<T, LW, PXH, PXW, KW, SW, FP, H2><<<grid, 256, smem, s>>>(p, tm);
     return cudaGetLastError();
 }
 
@@ -715,6 +838,17 @@ cudaError_t launch_smem_t(int tile, int kw, const SmemParams& p, const TmaDesc* 
         case 2 * 8 + 2: return launch_smem_sw<T, 8, 2, 1, 2>(p, tm, smem, grid, s);
         default: return cudaErrorInvalidValue;
     }
+}
+
+/* Half2 layouts (fp16, NCHW, stride_w 1; tiles 0-1, PXW 2): the fixed-pitch path for stride 1 both ways. */
+template <int LW, int PXH, int KW>
+cudaError_t launch_smem_h2_lw(const SmemParams& p, size_t smem, dim3 grid, cudaStream_t s) {
+    TmaDesc tm;
+    for (int i = 0; i < 16; ++i) tm.opaque[i] = 0ull;
+    constexpr int FP = smem_detail::H2FixedPitch<LW>::value;
+    if (p.sw != 1) return cudaErrorInvalidValue;
+    if (p.sh == 1 && p.pitch == FP) return launch_smem_one<__half, LW, PXH, 2, KW, 1, FP, true>(p, tm, smem, grid, s);
+    return launch_smem_one<__half, LW, PXH, 2, KW, 1, 0, true>(p, tm, smem, grid, s);
 }
 
 }  // namespace tsc

@@ -61,14 +61,18 @@ struct TileLayout {
 };
 
 /* Shared-memory kernel configs: tile (tsc::smem_tile_info), output channels per warp slot, warps per slot. */
-/* cl: blocks of a thread-block cluster splitting the input-channel chunks (sm_90+, small maps). */
-struct SmemCfg { int tile, kw, ns, cl; };
-const SmemCfg kSmemCfgs[] = {{0, 4, 1, 1}, {0, 2, 1, 1}, {0, 1, 1, 1}, {1, 2, 1, 1}, {1, 1, 1, 1}, {1, 1, 4, 1},
-                             {2, 2, 1, 1}, {2, 1, 2, 1}, {2, 1, 8, 1},
-                             {2, 1, 2, 8}, {2, 1, 2, 4}, {2, 2, 1, 8}, {1, 1, 1, 8}, {1, 2, 1, 4},
-                             {2, 2, 1, 2}, {2, 2, 1, 4}};
+/* cl: blocks of a thread-block cluster splitting the input-channel chunks (sm_90+, small maps). h2: fp16 half2
+ * layout (tiles 0-1: a lane's two pixels of a row in one staged word, HFMA2; fp16 NCHW, stride_w 1). */
+struct SmemCfg { int tile, kw, ns, cl, h2; };
+const SmemCfg kSmemCfgs[] = {{0, 4, 1, 1, 0}, {0, 2, 1, 1, 0}, {0, 1, 1, 1, 0}, {1, 2, 1, 1, 0}, {1, 1, 1, 1, 0},
+                             {1, 1, 4, 1, 0}, {2, 2, 1, 1, 0}, {2, 1, 2, 1, 0}, {2, 1, 8, 1, 0},
+                             {2, 1, 2, 8, 0}, {2, 1, 2, 4, 0}, {2, 2, 1, 8, 0}, {1, 1, 1, 8, 0}, {1, 2, 1, 4, 0},
+                             {2, 2, 1, 2, 0}, {2, 2, 1, 4, 0},
+                             {0, 2, 1, 1, 1}, {0, 4, 1, 1, 1}, {0, 1, 1, 1, 1}, {1, 2, 1, 1, 1}, {1, 1, 1, 1, 1},
+                             {1, 1, 4, 1, 1}, {1, 1, 1, 8, 1}, {1, 2, 1, 4, 1}};
 const int kSmemCfgCount = (int)(sizeof(kSmemCfgs) / sizeof(kSmemCfgs[0]));
-static_assert(sizeof(kSmemCfgs) / sizeof(kSmemCfgs[0]) <= 16, "tsc_plan::slay holds 16 smem layouts");
+const int kSmemSlots = 24; /* tsc_plan::slay entries */
+static_assert(sizeof(kSmemCfgs) / sizeof(kSmemCfgs[0]) <= kSmemSlots, "tsc_plan::slay holds kSmemSlots smem layouts");
 const int kSmemBudget = 48 * 1024; /* staging double buffer per block (no opt-in needed) */
 const int kSmemMaxCC = 64;
 
@@ -78,6 +82,7 @@ struct SmemLayout {
     int dense_chunks = 0; /* > 0: every group lists all of its chunks (SmemParams::dense_chunks) */
     int lcap = 0, lbuf_off = 0; /* smem kernel: staged list buffers (SmemParams::lcap / lbuf_off) */
     int bstride = 0, mbar_off = 0; /* smem kernel: input buffer stride (elements), mbarriers (SmemParams) */
+    int h2_words = 0; /* half2 layout: staged words per row (pitch and cstride are then in 32-bit words) */
     size_t smem = 0;
     int2* entries = nullptr;
     int* seg = nullptr;
@@ -116,7 +121,7 @@ struct tsc_plan {
      * layout and those the heuristic can pick; tune / set_choice build the chosen ones and free the rest.
      * A layout's geometry (kt/groups, smem staging) is known from creation; its arrays only once built. */
     TileLayout lay[3]; /* kt = 8, 16, 32 (kt == 0: not available for this plan) */
-    SmemLayout slay[16]; /* per kSmemCfgs entry (NCHW plans; ok: available) */
+    SmemLayout slay[kSmemSlots]; /* per kSmemCfgs entry (ok: available) */
     SmemLayout rlay[16]; /* per register-reuse config (tsc::REUSE_CFGS; ok: available) */
     MmaLayout mlay[tsc::MMA_CFGS]; /* per tensor-core config (fp16, or fp32 with TF32; sm_80+) */
     /* validated canonical CSR kept on the host to build layouts later */
@@ -135,6 +140,8 @@ struct tsc_plan {
                                         * switch: TRT_SPARSE_MMA_CFG_LIMIT=12 keeps the round-13 configs) */
     bool pair_stage = false; /* NCHW staging copies pairs of elements where W is even but not a multiple of 4 (sm_80+:
                               * cp.async; TRT_SPARSE_NO_PAIR_STAGE=1 at plan creation turns it off, A/B switch) */
+    bool h2 = false; /* fp16 NCHW plans offer the half2 smem layouts (TRT_SPARSE_NO_H2=1 at plan creation turns them
+                      * off, A/B switch) */
     bool mma_align8 = false; /* fp16 8-wide tensor-core tiles in 16-byte (TMA-able) units too (A/B switch:
                               * TRT_SPARSE_MMA_ALIGN8=1 at plan creation) */
     mutable std::mutex mu;  /* tuned */
@@ -381,6 +388,50 @@ long long smem_pitch(const tsc_conv_desc& d, int lw, int es, long long pitch0) {
     return best;
 }
 
+uint32_t float_to_half_bits(float v); /* below: IEEE fp16 bits, round to nearest even */
+
+/* Half2 staged-chunk geometry (smem configs with h2; fp16 NCHW, stride_w 1, tiles with 2 pixels per lane along the
+ * width): word j of a staged row holds columns j and j + lw, so a row needs lead + in_w - lw words; the pitch (words,
+ * a multiple of 4) is the one in [pitch0, 2 pitch0] whose lane rows of one LDS fall on the fewest bank conflicts.
+ * False when the geometry does not fit. */
+bool h2_geometry(const tsc_conv_desc& d, int lw, int TH, int TW, int cl, StagedGeom* g, int* words) {
+    const long long in_h = (long long)(TH - 1) * d.stride_h + (long long)(d.R - 1) * d.dilation_h + 1;
+    const long long in_w = (long long)(TW - 1) + (long long)(d.S - 1) * d.dilation_w + 1;
+    const int lead = ((-d.pad_left) % 4 + 4) % 4;
+    const long long nw = lead + in_w - lw;
+    if (nw < 1) return false;
+    const long long pitch0 = (nw + 3) / 4 * 4;
+    long long pitch = pitch0;
+    int best = smem_bank_degree(lw, d.stride_h, 1, 4, pitch0);
+    for (long long q = pitch0 + 4; q <= 2 * pitch0 && q <= 256 && best > 1; q += 4) {
+        const int deg = smem_bank_degree(lw, d.stride_h, 1, 4, q);
+        if (deg < best) { best = deg; pitch = q; }
+    }
+    const long long cstride = in_h * pitch;
+    if (pitch > 256 || cstride * 4 * 2 > kSmemBudget) return false;
+    int cc = (int)std::min<long long>(std::min<long long>(d.C, kSmemMaxCC), kSmemBudget / (2 * cstride * 4));
+    if (cl > 1) cc = std::min(cc, std::max(1, d.C / (2 * cl)));
+    if (cc < 1) return false;
+    g->lead = lead;
+    g->in_h = (int)in_h;
+    g->pitch = (int)pitch;
+    g->cstride = (int)cstride;
+    g->cc = cc;
+    *words = (int)nw;
+    return true;
+}
+
+/* Half2 layouts hold the weights as fp16: every value must be finite in fp16 (|w| < 65504), and near-dense weights
+ * (> 60% nonzeros: fp16 partial sums of up to 16 products over many terms) are left to the fp32-accumulating
+ * variants, as for the half2 reuse kernel. */
+bool h2_weights_ok(const tsc_plan* p, const tsc_weights* w) {
+    const tsc_conv_desc& d = p->d;
+    if ((double)p->nnz > 0.6 * (double)d.K * d.C * d.R * d.S) return false;
+    for (int i = 0; i < p->nnz; ++i)
+        if (!(std::fabs(w->values[i]) < 65504.0f)) return false;
+    return true;
+}
+
 /* Shared-memory kernel layout for config `ci`: staged-chunk geometry, output channels dealt to warp
  * slots (sorted by nnz, snake order), and per (group, non-empty chunk, warp, channel of the slot) lists
  * of (value, byte offset in the staged chunk); a slot's lists are split evenly over its ns warps. */
@@ -391,11 +442,19 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
     const int TH = tsc::smem_tile_h(cfg.tile), TW = tsc::smem_tile_w(cfg.tile);
     StagedGeom sg;
     const bool nhwc = p->layout == TSC_NHWC;
-    if (!staged_geometry(d, TH, TW, es, cfg.cl, &sg, 4, nhwc)) return TSC_OK; /* not available for this geometry */
     const tsc::SmemTileInfo ti = tsc::smem_tile_info(cfg.tile);
+    int h2_words = 0;
+    if (cfg.h2) {
+        if (!p->h2 || es != 2 || nhwc || d.stride_w != 1 || ti.pxw != 2 || !h2_weights_ok(p, w) ||
+            !h2_geometry(d, ti.lw, TH, TW, cfg.cl, &sg, &h2_words))
+            return TSC_OK; /* not available */
+    } else if (!staged_geometry(d, TH, TW, es, cfg.cl, &sg, 4, nhwc)) {
+        return TSC_OK; /* not available for this geometry */
+    }
+    const int ub = cfg.h2 ? 4 : es; /* bytes per staged unit (half2 word or element) */
     const int lead = sg.lead;
-    const long long in_h = sg.in_h, pitch = smem_pitch(d, ti.lw, es, sg.pitch),
-                    cstride = chunk_cstride(in_h, pitch, nhwc);
+    const long long in_h = sg.in_h, pitch = cfg.h2 ? sg.pitch : smem_pitch(d, ti.lw, es, sg.pitch),
+                    cstride = cfg.h2 ? sg.cstride : chunk_cstride(in_h, pitch, nhwc);
     const int slots = 8 / cfg.ns, cpb = slots * cfg.kw;
     const int K = d.K, C = d.C, RS = d.R * d.S;
     const int G = (K + cpb - 1) / cpb;
@@ -422,11 +481,11 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
     };
     /* two input buffers, each a multiple of 128 bytes (TMA box destinations); lists of lcap entries, lcap even and
      * two spare (TMA copies a list widened to even entry bounds); 16 bytes of mbarriers */
-    auto buf_bytes = [&](int cch) -> long long { return ((long long)cch * cstride * es + 127) / 128 * 128; };
+    auto buf_bytes = [&](int cch) -> long long { return ((long long)cch * cstride * ub + 127) / 128 * 128; };
     auto in_bytes = [&](int cch) -> long long { return 2 * buf_bytes(cch); };
     auto cap_of = [&](int cch) -> long long { return (list_cap(cch) + 2 + 1) / 2 * 2; };
     const long long budget = kSmemBudget - 16;
-    int cc = (int)std::min<long long>(sg.cc, kSmemBudget / (2 * cstride * es));
+    int cc = (int)std::min<long long>(sg.cc, kSmemBudget / (2 * cstride * ub));
     long long lcap = cc >= 1 ? cap_of(cc) : 0;
     while (cc > 1 && in_bytes(cc) + 16 * lcap > budget) {
         const int next = (int)std::max<long long>(1, std::min<long long>(cc - 1, (long long)cc * budget / (in_bytes(cc) + 16 * lcap)));
@@ -445,7 +504,8 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
         out->groups = G;
         out->lcap = (int)lcap;
         out->lbuf_off = (int)in_bytes(cc);
-        out->bstride = (int)(buf_bytes(cc) / es);
+        out->bstride = (int)(buf_bytes(cc) / es); /* in elements (halves for half2 layouts) */
+        out->h2_words = h2_words;
         out->mbar_off = (int)((std::max<size_t>((size_t)in_bytes(cc) + (size_t)16 * out->lcap, red) + 15) / 16 * 16);
         out->smem = (size_t)out->mbar_off + 16;
         out->ok = out->smem <= (size_t)kSmemBudget;
@@ -467,9 +527,14 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
                     const int c = idx / RS, r = (idx % RS) / d.S, sc = idx % d.S;
                     const int ch = c / cc, cl = c % cc;
                     const long long off = ((long long)cl * cstride + (long long)r * d.dilation_h * pitch +
-                                           (long long)sc * d.dilation_w) * es;
+                                           (long long)sc * d.dilation_w) * ub;
                     int vbits;
-                    std::memcpy(&vbits, &w->values[i], 4);
+                    if (cfg.h2) { /* half2(w, w) */
+                        const uint32_t hb = float_to_half_bits(w->values[i]);
+                        vbits = (int)(hb | (hb << 16));
+                    } else {
+                        std::memcpy(&vbits, &w->values[i], 4);
+                    }
                     lists[((size_t)ch * slots + slot) * cfg.kw + kl].push_back(std::make_pair((int)off, vbits));
                 }
             }
@@ -543,8 +608,11 @@ bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int n
     sp->tma = 0; /* set by launch_variant where the TMA path applies */
     sp->mbar_off = L.mbar_off;
     if (L.pitch % 4 != 0 || (p->d.pad_left + L.lead) % 4 != 0 || TW % 4 != 0) sp->vec = 1; /* (layouts keep them aligned) */
+    if (L.h2_words > 0 && sp->vec == 2) sp->vec = 1; /* half2 staging: 4-word units or single words */
     sp->st_nv = L.pitch / sp->vec;
-    if (narrow) { /* lead + the tile's input columns, in copy units */
+    if (L.h2_words > 0) { /* half2 layout: the row's words, in copy units */
+        sp->st_nv = (L.h2_words + sp->vec - 1) / sp->vec;
+    } else if (narrow) { /* lead + the tile's input columns, in copy units */
         const long long cols = L.lead + (long long)(TW - 1) * p->d.stride_w + (long long)(p->d.S - 1) * p->d.dilation_w + 1;
         sp->st_nv = (int)std::min<long long>(sp->st_nv, (cols + sp->vec - 1) / sp->vec);
     }
@@ -960,8 +1028,9 @@ void free_plan(tsc_plan* p) {
         cudaFree(p->mlay[i].afrag);
         cudaFree(p->mlay[i].koff);
     }
-    for (int i = 0; i < 32 + tsc::MMA_CFGS; ++i) {
-        SmemLayout& L = i < 16 ? p->slay[i] : (i < 32 ? p->rlay[i - 16] : p->mlay[i - 32].s);
+    for (int i = 0; i < kSmemSlots + 16 + tsc::MMA_CFGS; ++i) {
+        SmemLayout& L = i < kSmemSlots ? p->slay[i]
+                                       : (i < kSmemSlots + 16 ? p->rlay[i - kSmemSlots] : p->mlay[i - kSmemSlots - 16].s);
         cudaFree(L.entries);
         cudaFree(L.seg);
         cudaFree(L.gch_off);
@@ -1049,8 +1118,8 @@ Variant heuristic_variant(const tsc_plan* p, int N, int H, int W, int P, int Q) 
 }
 
 /* ---- lazy layouts: a key per device layout (generic, tile kt 8/16/32, smem cfg) ---- */
-const int kKeyGeneric = 0, kKeyTile0 = 1, kKeySmem0 = 4, kKeyReuse0 = 4 + 16, kKeyMma0 = 4 + 32,
-          kKeyCount = 4 + 32 + tsc::MMA_CFGS;
+const int kKeyGeneric = 0, kKeyTile0 = 1, kKeySmem0 = 4, kKeyReuse0 = 4 + kSmemSlots, kKeyMma0 = kKeyReuse0 + 16,
+          kKeyCount = kKeyMma0 + tsc::MMA_CFGS;
 
 int layout_key(const tsc_plan* p, const Variant& v) {
     if (v.kind == 1) return kKeyTile0 + lay_index(tsc::tile_cfg_info(p->geom, v.cfg).kt);
@@ -1144,7 +1213,8 @@ size_t device_bytes(const tsc_plan* p) {
     std::lock_guard<std::mutex> lock(p->bmu);
     size_t b = p->base_bytes;
     for (int i = 0; i < 3; ++i) b += p->lay[i].bytes;
-    for (int i = 0; i < 16; ++i) b += p->slay[i].bytes + p->rlay[i].bytes;
+    for (int i = 0; i < kSmemSlots; ++i) b += p->slay[i].bytes;
+    for (int i = 0; i < 16; ++i) b += p->rlay[i].bytes;
     for (int i = 0; i < tsc::MMA_CFGS; ++i) b += p->mlay[i].s.bytes;
     return b;
 }
@@ -1253,6 +1323,12 @@ tsc_status launch_variant(const tsc_plan* p, const Variant& v, int N, int H, int
         const SmemCfg cfg = kSmemCfgs[v.cfg];
         const size_t smem = p->slay[v.cfg].smem;
         tsc::TmaDesc tm;
+        if (cfg.h2) { /* per-thread staging (the words interleave two columns) */
+            sp.tma = 0;
+            e = tsc::launch_smem_h2(cfg.tile, cfg.kw, sp, smem, s);
+            if (e != cudaSuccess) return cuda_fail(e, "kernel launch");
+            return TSC_OK;
+        }
         sp.tma = (p->tma && encode_input_map(p, sp, tsc::smem_tile_w(cfg.tile), x, &tm)) ? 1 : 0;
         e = p->dtype == TSC_FLOAT16 ? tsc::launch_smem_f16(cfg.tile, cfg.kw, sp, sp.tma ? &tm : nullptr, smem, s)
                                     : tsc::launch_smem_f32(cfg.tile, cfg.kw, sp, sp.tma ? &tm : nullptr, smem, s);
@@ -1377,7 +1453,7 @@ std::string variant_name(const tsc_plan* plan, const Variant& v) {
         const SmemCfg c = kSmemCfgs[v.cfg];
         return "smem(tile=" + std::to_string(tsc::smem_tile_h(c.tile)) + "x" + std::to_string(tsc::smem_tile_w(c.tile)) +
                ",kw=" + std::to_string(c.kw) + ",split=" + std::to_string(c.ns) +
-               (c.cl > 1 ? ",cluster=" + std::to_string(c.cl) : std::string()) + ")";
+               (c.cl > 1 ? ",cluster=" + std::to_string(c.cl) : std::string()) + (c.h2 ? ",half2" : "") + ")";
     }
     if (v.kind == 4) {
         const tsc::ReuseCfgInfo c = tsc::reuse_cfg_info(v.cfg);
@@ -1485,6 +1561,7 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         p->mma_sorted = env_flag("TRT_SPARSE_MMA_SORTED");
         p->mma_align8 = env_flag("TRT_SPARSE_MMA_ALIGN8");
         p->pair_stage = cc_major >= 8 && !env_flag("TRT_SPARSE_NO_PAIR_STAGE");
+        p->h2 = !env_flag("TRT_SPARSE_NO_H2");
         if (const char* lim = std::getenv("TRT_SPARSE_MMA_CFG_LIMIT"))
             p->mma_cfg_limit = std::max(0, std::min(tsc::MMA_CFGS, std::atoi(lim)));
     }
@@ -1769,7 +1846,7 @@ size_t tsc_plan_describe(const tsc_plan* plan, char* buf, size_t buf_len) {
                     " C=" + std::to_string(plan->d.C) + " R=" + std::to_string(plan->d.R) + " S=" +
                     std::to_string(plan->d.S) + " nnz=" + std::to_string(plan->nnz) +
                     " tile_geom=" + std::to_string(plan->geom) + " tma=" + (plan->tma ? "1" : "0") +
-                    " pairs=" + (plan->pair_stage ? "1" : "0") + " device_bytes=" + std::to_string(device_bytes(plan));
+                    " pairs=" + (plan->pair_stage ? "1" : "0") + " h2=" + (plan->h2 ? "1" : "0") + " device_bytes=" + std::to_string(device_bytes(plan));
     {
         std::lock_guard<std::mutex> lock(plan->mu);
         for (size_t i = 0; i < plan->tuned.size(); ++i) {

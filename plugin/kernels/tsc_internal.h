@@ -146,6 +146,8 @@ __device__ __forceinline__ int udiv(int x, int d, unsigned magic) {
 /* tmap: the input's tensor map when p.tma (else unused; may be null). */
 cudaError_t launch_smem_f32(int tile, int kw, const SmemParams& p, const TmaDesc* tmap, size_t smem, cudaStream_t s);
 cudaError_t launch_smem_f16(int tile, int kw, const SmemParams& p, const TmaDesc* tmap, size_t smem, cudaStream_t s);
+/* fp16 half2 layouts (smem_h2.cu): tile 0 or 1, kw 1 / 2 / 4 (tile 0) or 1 / 2 (tile 1); no TMA, NCHW, stride_w 1. */
+cudaError_t launch_smem_h2(int tile, int kw, const SmemParams& p, size_t smem, cudaStream_t s);
 /* true when the library holds sm_90+ code of the smem kernel for the current device (TMA staging can run). */
 bool smem_tma_supported();
 
