@@ -4,7 +4,7 @@
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
 #                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma] [ab-mma] [ab-small]
 #                                             [probe] [probe-mma] [variants-reuse] [ab-layout] [ab-order] [ab-align8] [ab-clusters]
-#                                             [ab-bigchunk] [ab-pairs]
+#                                             [ab-bigchunk] [ab-pairs] [ab-h2]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Stages run in this file's order (build, test, sanitizers, ..., bench-full, the A/B stages, ...), not in the order
@@ -57,7 +57,7 @@ fi
 if has sanitize-quick && fits 40; then
   say "compute-sanitizer memcheck (small subset + plan memory / choice tests)"
   compute-sanitizer --tool memcheck --error-exitcode 99 python3 -m pytest -q -m gpu tests/test_kernels_gpu.py \
-    -k "(test_every_variant_matches_reference and (basic or 1x1)) or (test_nhwc_matches_reference and (basic or stride2 or odd_sizes)) or (test_pair_staging_matches_elementwise and (w14_pad1 or w30_pad3_asym or w26_s2)) or test_plan_memory_is_lazy or test_choice_roundtrip" \
+    -k "(test_every_variant_matches_reference and (basic or 1x1)) or (test_nhwc_matches_reference and (basic or stride2 or odd_sizes)) or (test_pair_staging_matches_elementwise and (w14_pad1 or w30_pad3_asym or w26_s2)) or test_plan_memory_is_lazy or test_choice_roundtrip or (test_half2_smem_variants_match_reference and (w17_odd or w20_offset1 or w36_pad0 or w7_c512_cluster or c1))" \
     >"$OUT/sanitize_quick.log" 2>&1
   rc=$?; say "memcheck rc=$rc"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitize_quick.log" | tail -3
   [ $rc -eq 0 ] || status=1
@@ -65,7 +65,7 @@ fi
 if has racecheck-quick && fits 60; then
   say "compute-sanitizer racecheck (small subset: every variant of three cases, incl. cluster configs)"
   compute-sanitizer --tool racecheck --error-exitcode 99 python3 -m pytest -q -m gpu tests/test_kernels_gpu.py \
-    -k "test_every_variant_matches_reference and (basic or c_many or resnet_like_7 or sp99)" >"$OUT/racecheck_quick.log" 2>&1
+    -k "(test_every_variant_matches_reference and (basic or c_many or resnet_like_7 or sp99)) or (test_half2_smem_variants_match_reference and (w20_pad1 or w17_odd or w7_c512_cluster))" >"$OUT/racecheck_quick.log" 2>&1
   rc=$?; say "racecheck rc=$rc"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/racecheck_quick.log" | tail -3
   [ $rc -eq 0 ] || status=1
 fi
@@ -177,6 +177,12 @@ if has ab-pairs && fits 120; then
       --dtype $dts --only $W14 --json "$OUT/ab_pairs_$fam.json" >"$OUT/ab_pairs_$fam.log" 2>&1 || status=1
     tail -3 "$OUT/ab_pairs_$fam.log"
   done
+fi
+if has ab-h2 && fits 90; then
+  say "A/B in one process: smem family with the half2 layouts (A) vs without (B: TRT_SPARSE_NO_H2=1), fp16 3x3 s1"
+  timeout 240 python3 bench/env_ab.py --env TRT_SPARSE_NO_H2=1 --family smem --batch 1 8 --sparsity 0.9 0.95 \
+    --dtype fp16 --only $(S1_LAYERS) --json "$OUT/ab_h2.json" >"$OUT/ab_h2.log" 2>&1 || status=1
+  tail -3 "$OUT/ab_h2.log"
 fi
 if has ab-align8 && fits 90; then
   mma_ab align8 TRT_SPARSE_MMA_ALIGN8=1 \
