@@ -18,6 +18,7 @@ PIP_TARGET=""
 ARCHS="53 62 72"
 SOURCES="$REPO_ROOT/plugin/kernels"
 CLANG=${CLANG:-clang++}
+JOBS=$(nproc 2>/dev/null || echo 1)
 
 usage() {
   cat <<EOF
@@ -34,6 +35,7 @@ Options:
                      pip install --target DIR nvidia-cuda-nvcc-cu11==11.8.89 nvidia-cuda-runtime-cu11==11.8.89
   --arch "LIST"      architectures (default: "53 62 72")
   --sources DIR      kernel sources (default: plugin/kernels)
+  --jobs N           files compiled at once (default: the number of CPUs, $JOBS here)
   -h, --help         show this help
 
 Needs clang++ (Debian: apt-get install clang; \$CLANG overrides).
@@ -46,6 +48,7 @@ while [[ $# -gt 0 ]]; do
     --pip-target) need_arg "$@"; PIP_TARGET=$2; shift 2 ;;
     --arch) need_arg "$@"; ARCHS=$2; shift 2 ;;
     --sources) need_arg "$@"; SOURCES=$2; shift 2 ;;
+    --jobs) need_arg "$@"; JOBS=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
@@ -57,6 +60,7 @@ command -v "$CLANG" >/dev/null 2>&1 || missing "no $CLANG (apt-get install clang
 for a in $ARCHS; do
   [[ $a =~ ^[0-9]+$ ]] || die "--arch takes numbers like \"53 62\", got '$a'"
 done
+[[ $JOBS =~ ^[1-9][0-9]*$ ]] || die "--jobs takes a positive number, got '$JOBS'"
 compgen -G "$SOURCES/*.cu" >/dev/null || die "no .cu files in $SOURCES"
 
 WORK=$(mktemp -d)
@@ -87,28 +91,45 @@ cuda_ver=$(sed -n 's/^#define CUDA_VERSION \([0-9]*\).*/\1/p' "$CUDA_DIR/include
 echo "clang: $("$CLANG" --version | head -n 1); CUDA headers/ptxas: ${cuda_ver:-unknown} ($CUDA_DIR)"
 
 flags=(-x cuda "--cuda-path=$CUDA_DIR" -std=c++14 -O2 -Wno-unknown-cuda-version -I "$SOURCES")
-ok=0 failed=0
-for src in "$SOURCES"/*.cu; do
+# one file: its device code for each architecture, then its host code; lines to $WORK/<name>.out
+compile_file() {
+  local src=$1 name a ptx err first
   name=$(basename "$src")
+  err=$WORK/${name%.cu}.err
   for a in $ARCHS; do
     ptx=$WORK/${name%.cu}.sm_$a.ptx
-    if "$CLANG" "${flags[@]}" "--cuda-gpu-arch=sm_$a" --cuda-device-only -S "$src" -o "$ptx" 2>"$WORK/err" &&
-      "$PTXAS" "-arch=sm_$a" "$ptx" -o "${ptx%.ptx}.cubin" 2>>"$WORK/err"; then
+    if "$CLANG" "${flags[@]}" "--cuda-gpu-arch=sm_$a" --cuda-device-only -S "$src" -o "$ptx" 2>"$err" &&
+      "$PTXAS" "-arch=sm_$a" "$ptx" -o "${ptx%.ptx}.cubin" 2>>"$err"; then
       echo "$name sm_$a: OK ($(grep -c '\.entry ' "$ptx") kernels)"
-      ok=$((ok + 1))
     else
-      echo "$name sm_$a: FAILED: $(grep -m 3 -E 'error|fatal' "$WORK/err" | tr '\n' ' ')"
-      failed=$((failed + 1))
+      echo "$name sm_$a: FAILED: $(grep -m 3 -E 'error|fatal' "$err" | tr '\n' ' ')"
     fi
   done
   first=${ARCHS%% *}
-  if "$CLANG" "${flags[@]}" "--cuda-gpu-arch=sm_$first" --cuda-host-only -c "$src" -o "$WORK/host.o" 2>"$WORK/err"; then
+  if "$CLANG" "${flags[@]}" "--cuda-gpu-arch=sm_$first" --cuda-host-only -c "$src" -o "$WORK/${name%.cu}.host.o" 2>"$err"; then
     echo "$name host: OK"
-    ok=$((ok + 1))
   else
-    echo "$name host: FAILED: $(grep -m 3 -E 'error|fatal' "$WORK/err" | tr '\n' ' ')"
-    failed=$((failed + 1))
+    echo "$name host: FAILED: $(grep -m 3 -E 'error|fatal' "$err" | tr '\n' ' ')"
   fi
+}
+
+# files in parallel (up to --jobs), output printed in file order
+for src in "$SOURCES"/*.cu; do
+  while (( $(jobs -rp | wc -l) >= JOBS )); do wait -n || true; done
+  name=$(basename "$src")
+  compile_file "$src" >"$WORK/${name%.cu}.out" 2>&1 &
 done
+wait
+ok=0 failed=0
+for src in "$SOURCES"/*.cu; do
+  name=$(basename "$src")
+  out=$WORK/${name%.cu}.out
+  cat "$out"
+  ok=$((ok + $(grep -c ': OK' "$out" || true)))
+  failed=$((failed + $(grep -c ': FAILED' "$out" || true)))
+done
+# a file whose job died without a line for each architecture and its host code counts as failed
+expected=$(( $(compgen -G "$SOURCES/*.cu" | wc -l) * ($(wc -w <<<"$ARCHS") + 1) ))
+(( ok + failed == expected )) || failed=$((failed + expected - ok - failed))
 echo "SUMMARY ok $ok failed $failed"
 ((failed == 0))
