@@ -4,7 +4,7 @@
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
 #                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma] [ab-mma] [ab-small]
 #                                             [probe] [probe-mma] [variants-reuse] [ab-layout] [ab-order] [ab-align8] [ab-clusters]
-#                                             [ab-bigchunk] [ab-pairs] [ab-h2]
+#                                             [ab-bigchunk] [ab-pairs] [ab-h2] [ncu-h2]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Stages run in this file's order (build, test, sanitizers, ..., bench-full, the A/B stages, ...), not in the order
@@ -298,6 +298,22 @@ if has ncu-reuse; then
       >"$OUT/ncu_${L}_$tag.txt" 2>&1
     echo "== $L $V"
     grep -E "Duration|Registers Per|Achieved Occupancy|Compute \(SM\) Throughput|Memory Throughput|Issued Warp|No Eligible|Warp Cycles Per Issued|Executed Ipc A|Stall" "$OUT/ncu_${L}_$tag.txt" | head -16
+  done
+fi
+if has ncu-h2; then
+  say "ncu (fp16 smem kernel with / without the half2 layouts, and the tuned tensor-core kernel; vgg16_3x3_c128_k128_h112 batch 1)"
+  for spec in "0.9|smem(tile=16x16,kw=2,split=1,half2)" "0.9|smem(tile=16x16,kw=2,split=1)" "0.9|best" \
+              "0.95|smem(tile=16x16,kw=2,split=1,half2)" "0.95|smem(tile=16x16,kw=2,split=1)"; do
+    SP=${spec%%|*}; V=${spec#*|}; tag=$(echo "${SP}_$V" | tr -c 'a-z0-9' '_' | cut -c1-40)
+    # "best": tune in a separate process, profile only the chosen variant's launches
+    [ "$V" = best ] && V=$(python3 bench/profile_layer.py vgg16_3x3_c128_k128_h112 --dtype fp16 --sparsity "$SP" --runs 1 | awk '/^variant/{print $2}')
+    ncu --clock-control none --section SpeedOfLight --section WarpStateStats --section Occupancy \
+      --section LaunchStats --section SchedulerStats --section InstructionStats --section ComputeWorkloadAnalysis \
+      --section MemoryWorkloadAnalysis -k regex:kernel --launch-skip 2 --launch-count 1 \
+      python3 bench/profile_layer.py vgg16_3x3_c128_k128_h112 --dtype fp16 --sparsity "$SP" --variant "$V" --runs 4 \
+      >"$OUT/ncu_h2_$tag.txt" 2>&1
+    echo "== $SP $V"
+    grep -E "^variant|Duration|Registers Per|Achieved Occupancy|Executed Instructions  |Issued Warp|No Eligible|Warp Cycles Per Issued|Executed Ipc A|L1/TEX Hit|Shared Memory|Theoretical Occupancy" "$OUT/ncu_h2_$tag.txt" | head -16
   done
 fi
 say "done status=$status"
