@@ -34,6 +34,28 @@ def _rel_err(out, ref):
     return np.linalg.norm(out - ref) / (den if den > 0 else 1.0) if den > 0 else np.linalg.norm(out - ref)
 
 
+def _assert_variants_bit_identical(plan_a, plan_b, xt, ref, dtype, prefixes, label, differ_msg):
+    """Run every variant whose name starts with one of `prefixes` on two plans of the same weights (built under
+    different switches): the outputs (NaN-poisoned before each launch) must be bit-identical and within the dtype's
+    tolerance of the float64 reference `ref`."""
+    N, _, H, W = xt.shape
+    names = plan_a.variants(N, H, W)
+    assert names == plan_b.variants(N, H, W)
+    chosen = [(i, n) for i, n in enumerate(names) if n.startswith(prefixes)]
+    assert chosen, names
+    y = torch.empty(plan_a.output_shape(tuple(xt.shape)), device="cuda", dtype=xt.dtype)
+    for i, n in chosen:
+        outs = []
+        for plan in (plan_a, plan_b):
+            y.fill_(float("nan"))
+            plan.enqueue_variant(i, xt, y)
+            torch.cuda.synchronize()
+            outs.append(y.clone())
+        assert torch.equal(outs[0], outs[1]), "{} {}: {}".format(label, n, differ_msg)
+        err = _rel_err(outs[0].float().cpu().numpy(), ref)
+        assert err < TOL[dtype], "{} {}: rel err {}".format(label, n, err)
+
+
 def _run_case(c, dtype, layout="NCHW", all_variants=True, allow_tf32=False):
     seed = secrets.randbits(32)
     rng = np.random.default_rng(seed)
@@ -246,21 +268,8 @@ def test_tma_staging_matches_cp_async(shape, dtype, monkeypatch):
     monkeypatch.delenv("TRT_SPARSE_NO_TMA")
     # (fp16 launches use TMA only where every box starts 16-byte aligned, e.g. pad_left 0; the others fall back)
     assert " tma=1" in plan_tma.describe() and " tma=0" in plan_cp.describe()
-    names = plan_tma.variants(N, H, W)
-    assert names == plan_cp.variants(N, H, W)
-    smem = [(i, n) for i, n in enumerate(names) if n.startswith(("smem(", "mma("))]
-    assert smem, names
-    y = torch.empty(plan_tma.output_shape(tuple(xt.shape)), device="cuda", dtype=tdt)
-    for i, n in smem:
-        outs = []
-        for plan in (plan_tma, plan_cp):
-            y.fill_(float("nan"))
-            plan.enqueue_variant(i, xt, y)
-            torch.cuda.synchronize()
-            outs.append(y.clone())
-        assert torch.equal(outs[0], outs[1]), "seed {} {} {}: TMA and cp.async outputs differ".format(seed, name, n)
-        err = _rel_err(outs[0].float().cpu().numpy(), ref)
-        assert err < TOL[dtype], "seed {} {} {}: rel err {}".format(seed, name, n, err)
+    _assert_variants_bit_identical(plan_tma, plan_cp, xt, ref, dtype, ("smem(", "mma("),
+                                   "seed {} {}".format(seed, name), "TMA and cp.async outputs differ")
 
 
 # (name, C, K, R, stride, pads (top, left, bottom, right), dilation, N, H, W, input offset in elements): W even but not a
@@ -303,21 +312,8 @@ def test_pair_staging_matches_elementwise(shape, dtype, monkeypatch):
     monkeypatch.setenv("TRT_SPARSE_NO_PAIR_STAGE", "1")
     plan_elem = tcuda.SparseConvPlan(sw, bias, (st, st), pads, (dl, dl), 1, 0.0, 6.0, dtype)
     assert " pairs=1" in plan_pair.describe() and " pairs=0" in plan_elem.describe()
-    names = plan_pair.variants(N, H, W)
-    assert names == plan_elem.variants(N, H, W)
-    staged = [(i, n) for i, n in enumerate(names) if n.startswith(("smem(", "mma(", "reuse("))]
-    assert staged, names
-    y = torch.empty(plan_pair.output_shape(tuple(xt.shape)), device="cuda", dtype=tdt)
-    for i, n in staged:
-        outs = []
-        for plan in (plan_pair, plan_elem):
-            y.fill_(float("nan"))
-            plan.enqueue_variant(i, xt, y)
-            torch.cuda.synchronize()
-            outs.append(y.clone())
-        assert torch.equal(outs[0], outs[1]), "seed {} {} {}: pair and element-wise staging differ".format(seed, name, n)
-        err = _rel_err(outs[0].float().cpu().numpy(), ref)
-        assert err < TOL[dtype], "seed {} {} {}: rel err {}".format(seed, name, n, err)
+    _assert_variants_bit_identical(plan_pair, plan_elem, xt, ref, dtype, ("smem(", "mma(", "reuse("),
+                                   "seed {} {}".format(seed, name), "pair and element-wise staging differ")
 
 
 @pytest.mark.parametrize("staging", ["tma", "cp_async"])

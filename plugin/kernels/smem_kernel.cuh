@@ -84,51 +84,32 @@ __device__ __forceinline__ float act_f(float v, int act, float lo, float hi) {
     return v;
 }
 
-/* Vector copy of 4 elements (16 bytes fp32, 8 bytes fp16), asynchronous on sm_80+. */
-__device__ __forceinline__ void cp_vec(float* dst, const float* src) {
+/* Copy of one U (4, 8 or 16 bytes, aligned to its size both sides) from global to shared memory: cp.async on sm_80+
+ * (16 bytes bypass L1), a load + store of a U before. */
+template <typename U> __device__ __forceinline__ void cp_unit(void* dst, const void* src) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src));
+    if (sizeof(U) == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src));
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(src), "n"((int)sizeof(U)));
 #else
-    *reinterpret_cast<float4*>(dst) = __ldg(reinterpret_cast<const float4*>(src));
+    *reinterpret_cast<U*>(dst) = __ldg(reinterpret_cast<const U*>(src));
 #endif
 }
-/* 8 bytes (8-byte aligned both sides), asynchronous on sm_80+. */
-__device__ __forceinline__ void cp_8(void* dst, const void* src) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(src));
-#else
-    *reinterpret_cast<uint2*>(dst) = __ldg(reinterpret_cast<const uint2*>(src));
-#endif
-}
-__device__ __forceinline__ void cp_vec(__half* dst, const __half* src) { cp_8(dst, src); }
-/* 4 bytes (4-byte aligned both sides), asynchronous on sm_80+. */
-__device__ __forceinline__ void cp_4(void* dst, const void* src) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(src));
-#else
-    *reinterpret_cast<unsigned*>(dst) = __ldg(reinterpret_cast<const unsigned*>(src));
-#endif
-}
-/* Copy of 2 elements (8 bytes fp32, 4 bytes fp16), asynchronous on sm_80+. */
-__device__ __forceinline__ void cp_pair(float* dst, const float* src) { cp_8(dst, src); }
-__device__ __forceinline__ void cp_pair(__half* dst, const __half* src) { cp_4(dst, src); }
+/* Vector copy of 4 elements (16 bytes fp32, 8 bytes fp16). */
+__device__ __forceinline__ void cp_vec(float* dst, const float* src) { cp_unit<float4>(dst, src); }
+__device__ __forceinline__ void cp_vec(__half* dst, const __half* src) { cp_unit<uint2>(dst, src); }
+/* Copy of 2 elements (8 bytes fp32, 4 bytes fp16). */
+__device__ __forceinline__ void cp_pair(float* dst, const float* src) { cp_unit<uint2>(dst, src); }
+__device__ __forceinline__ void cp_pair(__half* dst, const __half* src) { cp_unit<unsigned>(dst, src); }
 __device__ __forceinline__ void zero_pair(float* dst) { *reinterpret_cast<float2*>(dst) = make_float2(0.f, 0.f); }
 __device__ __forceinline__ void zero_pair(__half* dst) { *reinterpret_cast<unsigned*>(dst) = 0u; }
 __device__ __forceinline__ void zero_vec(float* dst) { *reinterpret_cast<float4*>(dst) = make_float4(0.f, 0.f, 0.f, 0.f); }
 __device__ __forceinline__ void zero_vec(__half* dst) { *reinterpret_cast<uint2*>(dst) = make_uint2(0u, 0u); }
 
 /* Scalar copy of one element. */
-__device__ __forceinline__ void cp_one(float* dst, const float* src) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(src));
-#else
-    *dst = __ldg(src);
-#endif
-}
+__device__ __forceinline__ void cp_one(float* dst, const float* src) { cp_unit<float>(dst, src); }
 __device__ __forceinline__ void cp_one(__half* dst, const __half* src) { *dst = __ldg(src); }
 /* value 1 where cp_one is an asynchronous copy (fp32 on sm_80+), 0 where it is a plain load + store */
 template <typename T> struct CpOneAsync { static const int value = 0; };
@@ -137,7 +118,7 @@ template <> struct CpOneAsync<float> { static const int value = 1; };
 #endif
 
 /* One 8-byte list entry. */
-__device__ __forceinline__ void cp_entry(int2* dst, const int2* src) { cp_8(dst, src); }
+__device__ __forceinline__ void cp_entry(int2* dst, const int2* src) { cp_unit<uint2>(dst, src); }
 
 __device__ __forceinline__ void cp_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

@@ -334,17 +334,13 @@ long long chunk_cstride(long long in_h, long long pitch, bool nhwc) {
     return nhwc ? (cs | 1LL) : cs;
 }
 
-bool staged_geometry(const tsc_conv_desc& d, int TH, int TW, int es, int cl, StagedGeom* g, int align = 4,
-                     bool nhwc = false, int budget = kSmemBudget, int max_cc = kSmemMaxCC) {
-    /* align (elements): lead and pitch are multiples of it -- 4 (16-byte fp32 / 8-byte fp16 vector copies) or 8
-     * for fp16 layouts whose TMA boxes must start 16-byte aligned (tensor-core layouts) */
-    const long long in_h = (long long)(TH - 1) * d.stride_h + (long long)(d.R - 1) * d.dilation_h + 1;
-    const long long in_w = (long long)(TW - 1) * d.stride_w + (long long)(d.S - 1) * d.dilation_w + 1;
-    const int lead = ((-d.pad_left) % align + align) % align;
-    const long long pitch = (lead + in_w + align - 1) / align * align;
-    const long long cstride = chunk_cstride(in_h, pitch, nhwc);
-    if (pitch > 256 || cstride * es * 2 > budget) return false;
-    int cc = (int)std::min<long long>(std::min(d.C, max_cc), budget / (2 * cstride * es));
+/* The chunk size of a staged geometry (channels whose double buffer of `cstride` units of `ub` bytes fits `budget`,
+ * at most max_cc, capped at C / (2 cl) with a cluster of cl blocks) and the geometry's fields; false when the row
+ * pitch exceeds one column unit per thread (256) or not one channel fits. */
+bool fill_staged_geom(const tsc_conv_desc& d, int cl, int lead, long long in_h, long long pitch, long long cstride,
+                      int ub, int budget, int max_cc, StagedGeom* g) {
+    if (pitch > 256 || cstride * ub * 2 > budget) return false;
+    int cc = (int)std::min<long long>(std::min(d.C, max_cc), budget / (2 * cstride * ub));
     if (cl > 1) cc = std::min(cc, std::max(1, d.C / (2 * cl)));
     if (cc < 1) return false;
     g->lead = lead;
@@ -353,6 +349,17 @@ bool staged_geometry(const tsc_conv_desc& d, int TH, int TW, int es, int cl, Sta
     g->cstride = (int)cstride;
     g->cc = cc;
     return true;
+}
+
+bool staged_geometry(const tsc_conv_desc& d, int TH, int TW, int es, int cl, StagedGeom* g, int align = 4,
+                     bool nhwc = false, int budget = kSmemBudget, int max_cc = kSmemMaxCC) {
+    /* align (elements): lead and pitch are multiples of it -- 4 (16-byte fp32 / 8-byte fp16 vector copies) or 8
+     * for fp16 layouts whose TMA boxes must start 16-byte aligned (tensor-core layouts) */
+    const long long in_h = (long long)(TH - 1) * d.stride_h + (long long)(d.R - 1) * d.dilation_h + 1;
+    const long long in_w = (long long)(TW - 1) * d.stride_w + (long long)(d.S - 1) * d.dilation_w + 1;
+    const int lead = ((-d.pad_left) % align + align) % align;
+    const long long pitch = (lead + in_w + align - 1) / align * align;
+    return fill_staged_geom(d, cl, lead, in_h, pitch, chunk_cstride(in_h, pitch, nhwc), es, budget, max_cc, g);
 }
 
 /* Largest number of distinct 4-byte words one shared-memory bank serves in one LDS of the smem kernel (lw lanes
@@ -407,16 +414,7 @@ bool h2_geometry(const tsc_conv_desc& d, int lw, int TH, int TW, int cl, StagedG
         const int deg = smem_bank_degree(lw, d.stride_h, 1, 4, q);
         if (deg < best) { best = deg; pitch = q; }
     }
-    const long long cstride = in_h * pitch;
-    if (pitch > 256 || cstride * 4 * 2 > kSmemBudget) return false;
-    int cc = (int)std::min<long long>(std::min<long long>(d.C, kSmemMaxCC), kSmemBudget / (2 * cstride * 4));
-    if (cl > 1) cc = std::min(cc, std::max(1, d.C / (2 * cl)));
-    if (cc < 1) return false;
-    g->lead = lead;
-    g->in_h = (int)in_h;
-    g->pitch = (int)pitch;
-    g->cstride = (int)cstride;
-    g->cc = cc;
+    if (!fill_staged_geom(d, cl, lead, in_h, pitch, in_h * pitch, 4, kSmemBudget, kSmemMaxCC, g)) return false;
     *words = (int)nw;
     return true;
 }
