@@ -1,0 +1,63 @@
+"""CPU tests of the benchmark-analysis scripts under bench/ (no GPU: they read ncu text and JSON)."""
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "bench", name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+split = _load("ncu_loop_split")
+
+NCU_PAGE = """  smem_kernel<...> (256, 1, 1)x(256, 1, 1), Context 1, Stream 7, Device 0, CC 9.0
+    Section: GPU Speed Of Light Throughput
+    ----------------------- ----------- ------------
+    Metric Name             Metric Unit Metric Value
+    ----------------------- ----------- ------------
+    Duration                         {unit}        {dur}
+    Section: Instruction Statistics
+    ---------------------------------------- ----------- ------------
+    Executed Instructions                           inst   {instr}
+    Executed Instructions Per Cycle          inst/cycle         2.07
+"""
+
+
+@pytest.mark.parametrize("unit,dur,expect_us", [("us", "41.41", 41.41), ("ms", "1.25", 1250.0), ("ns", "980", 0.98)])
+def test_parse_ncu_details_reads_instructions_and_duration(unit, dur, expect_us):
+    instr, us = split.parse_ncu_details(NCU_PAGE.format(unit=unit, dur=dur, instr="22,456,602"))
+    assert instr == 22456602
+    assert us == pytest.approx(expect_us)
+
+
+def test_parse_ncu_details_without_instruction_stats_names_the_section():
+    with pytest.raises(ValueError, match="InstructionStats"):
+        split.parse_ncu_details("    Duration   us   3.2\n")
+
+
+def test_fit_split_recovers_loop_and_fixed_part():
+    loop, fixed = 1.54, 13.6e6  # thread instructions per FMA, warp instructions
+    fmas = [92.1e6, 140e6, 183.2e6]
+    pts = [(f, fixed + loop * f / 32.0) for f in fmas]
+    got_loop, got_fixed = split.fit_split(pts)
+    assert got_loop == pytest.approx(loop, rel=1e-9)
+    assert got_fixed == pytest.approx(fixed, rel=1e-9)
+    with pytest.raises(ValueError, match="two or more"):
+        split.fit_split([(5.0, 10.0), (5.0, 11.0)])
+
+
+def test_useful_fmas_counts_the_seeded_nonzeros_times_output_pixels():
+    lay = {"name": "t", "C": 5, "K": 7, "H": 11, "W": 9, "kernel": 3, "stride": 2, "pad": 1}
+    rng = np.random.default_rng(0)  # the same draws as _pruned_weight: normal weights, then the mask
+    w = rng.standard_normal((7, 5, 3, 3))
+    drop = rng.random((7, 5, 3, 3)) < 0.8
+    nnz = int(np.count_nonzero(w[~drop]))
+    p, q = (11 + 2 - 3) // 2 + 1, (9 + 2 - 3) // 2 + 1
+    assert split.useful_fmas(lay, 0.8, 3) == nnz * 3 * p * q
