@@ -68,7 +68,7 @@ def main(argv=None):
     if not lays:
         ap.error("no layer {!r} in {}".format(a.layer, a.layers))
     vec = parse_pattern(a.pattern)
-    points = []
+    runs = []  # (sparsity label, useful FMAs, warp instructions)
     for spec in a.runs:
         sp, sep, path = spec.partition("=")
         if not sep:
@@ -76,13 +76,13 @@ def main(argv=None):
         with open(path) as fh:
             instr, dur = parse_ncu_details(fh.read())
         fmas = useful_fmas(lays[0], float(sp), a.batch, vec)
-        points.append((fmas, instr))
+        runs.append((sp, fmas, instr))
         print("sparsity {:<6} useful FMAs {:>13,}  warp instructions {:>12,}  {:.2f} thread instr / FMA{}".format(
             sp, fmas, instr, 32.0 * instr / max(fmas, 1), "  ({:.1f} us under ncu)".format(dur) if dur else ""))
-    loop, fixed = fit_split(points)
+    loop, fixed = fit_split([(fmas, instr) for _, fmas, instr in runs])
     print("loop: {:.2f} thread instructions per useful FMA; fixed part: {:,.0f} warp instructions".format(loop, fixed))
-    for (fmas, instr), spec in zip(points, a.runs):
-        print("  {}: fixed part {:.0%} of the instructions".format(spec.partition("=")[0], fixed / instr))
+    for sp, _, instr in runs:
+        print("  {}: fixed part {:.0%} of the instructions".format(sp, fixed / instr))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,9 @@ has() { case " $STAGES " in *" $1 "*) return 0;; esac; return 1; }
 # DEADLINE=S: skip a stage that would likely not finish S seconds after the start (estimate in $2)
 fits() { local left=$(( ${DEADLINE:-100000} - ($(date +%s) - T0) )); [ "$left" -ge "$1" ] || { say "skip: $left s left < $1 s"; return 1; }; }
 status=0
+# tuned_variant LAYER [profile_layer args]: index of the variant the tuner picks, tuned in its own process (so that
+# ncu profiles only the chosen variant's launches)
+tuned_variant() { python3 bench/profile_layer.py "$@" --runs 1 | awk '/^variant/{print $2}'; }
 
 if has build; then
   say "build"
@@ -264,7 +267,7 @@ fi
 if has ncu; then
   say "ncu (tuned variant, fp32 90%)"
   for L in resnet50_3x3_c64_h56 resnet50_3x3_c256_h14 vgg16_3x3_c256_k512_h28; do
-    idx=$(python3 bench/profile_layer.py $L --runs 1 | awk '/^variant/{print $2}')
+    idx=$(tuned_variant $L)
     ncu --clock-control none --section SpeedOfLight --section WarpStateStats --section Occupancy \
       --section LaunchStats --section SchedulerStats --section MemoryWorkloadAnalysis -k regex:kernel \
       --launch-skip 2 --launch-count 1 python3 bench/profile_layer.py $L --variant $idx --runs 4 \
@@ -277,7 +280,7 @@ if has ncu-src; then
   # NCU_SPECS: space-separated layer|dtype|pattern (default: the round-6 pair); NCU_SPARSITY (default 0.9)
   for spec in ${NCU_SPECS:-resnet50_3x3_c64_h56|fp16|vector:16 resnet50_3x3_c64_h56|fp32|unstructured}; do
     IFS='|' read -r L DT PAT <<<"$spec"; tag="${L}_${DT}_${PAT%%:*}"
-    idx=$(python3 bench/profile_layer.py $L --dtype $DT --pattern $PAT --sparsity ${NCU_SPARSITY:-0.9} --runs 1 | awk '/^variant/{print $2}')
+    idx=$(tuned_variant $L --dtype $DT --pattern $PAT --sparsity ${NCU_SPARSITY:-0.9})
     ncu --clock-control none --set full --import-source no -k regex:kernel --launch-skip 3 --launch-count 1 \
       -f -o "$OUT/src_$tag" python3 bench/profile_layer.py $L --dtype $DT --pattern $PAT \
       --sparsity ${NCU_SPARSITY:-0.9} --variant $idx --runs 5 >/dev/null 2>&1
@@ -302,15 +305,15 @@ if has ncu-reuse; then
 fi
 if has ncu-h2; then
   say "ncu (fp16 smem kernel with / without the half2 layouts, and the tuned tensor-core kernel; vgg16_3x3_c128_k128_h112 batch 1)"
+  L=vgg16_3x3_c128_k128_h112
   for spec in "0.9|smem(tile=16x16,kw=2,split=1,half2)" "0.9|smem(tile=16x16,kw=2,split=1)" "0.9|best" \
               "0.95|smem(tile=16x16,kw=2,split=1,half2)" "0.95|smem(tile=16x16,kw=2,split=1)"; do
     SP=${spec%%|*}; V=${spec#*|}; tag=$(echo "${SP}_$V" | tr -c 'a-z0-9' '_' | cut -c1-40)
-    # "best": tune in a separate process, profile only the chosen variant's launches
-    [ "$V" = best ] && V=$(python3 bench/profile_layer.py vgg16_3x3_c128_k128_h112 --dtype fp16 --sparsity "$SP" --runs 1 | awk '/^variant/{print $2}')
+    [ "$V" = best ] && V=$(tuned_variant $L --dtype fp16 --sparsity "$SP")
     ncu --clock-control none --section SpeedOfLight --section WarpStateStats --section Occupancy \
       --section LaunchStats --section SchedulerStats --section InstructionStats --section ComputeWorkloadAnalysis \
       --section MemoryWorkloadAnalysis -k regex:kernel --launch-skip 2 --launch-count 1 \
-      python3 bench/profile_layer.py vgg16_3x3_c128_k128_h112 --dtype fp16 --sparsity "$SP" --variant "$V" --runs 4 \
+      python3 bench/profile_layer.py $L --dtype fp16 --sparsity "$SP" --variant "$V" --runs 4 \
       >"$OUT/ncu_h2_$tag.txt" 2>&1
     echo "== $SP $V"
     grep -E "^variant|Duration|Registers Per|Achieved Occupancy|Executed Instructions  |Issued Warp|No Eligible|Warp Cycles Per Issued|Executed Ipc A|L1/TEX Hit|Shared Memory|Theoretical Occupancy" "$OUT/ncu_h2_$tag.txt" | head -16
