@@ -4,7 +4,7 @@
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
 #                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma] [ab-mma] [ab-small]
 #                                             [probe] [probe-mma] [variants-reuse] [ab-layout] [ab-order] [ab-align8] [ab-clusters]
-#                                             [ab-bigchunk] [ab-pairs] [ab-h2] [ncu-h2] [ab-pf]
+#                                             [ab-bigchunk] [ab-pairs] [ab-h2] [ncu-h2]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Stages run in this file's order (build, test, sanitizers, ..., bench-full, the A/B stages, ...), not in the order
@@ -186,11 +186,6 @@ if has ab-h2 && fits 90; then
   timeout 240 python3 bench/env_ab.py --env TRT_SPARSE_NO_H2=1 --family smem --batch 1 8 --sparsity 0.9 0.95 \
     --dtype fp16 --only $(S1_LAYERS) --json "$OUT/ab_h2.json" >"$OUT/ab_h2.log" 2>&1 || status=1
   tail -3 "$OUT/ab_h2.log"
-fi
-if has ab-pf && fits 90; then
-  # plan A: the library default (or TRT_SPARSE_MMA_PF as exported); plan B: PF_AB (default 4) k-steps ahead
-  mma_ab "pf${PF_AB:-4}" "TRT_SPARSE_MMA_PF=${PF_AB:-4}" \
-    "fp16 mma k-step stream: default L1 prefetch (A) vs TRT_SPARSE_MMA_PF=${PF_AB:-4} (B)" "${PF_SPARSITY:-0.9 0.95}" "${PF_OPTS:-}"
 fi
 if has ab-align8 && fits 90; then
   mma_ab align8 TRT_SPARSE_MMA_ALIGN8=1 \

@@ -131,11 +131,6 @@ struct KStep {
 template <typename T> struct KWords { static const int value = 8; };
 template <> struct KWords<float> { static const int value = 4; };
 
-/* L1 prefetch hint (generic address; no fault, no register) */
-__device__ __forceinline__ void prefetch_l1(const void* a) {
-    asm volatile("prefetch.L1 [%0];" ::"l"(a));
-}
-
 template <typename T>
 __device__ __forceinline__ void load_kstep(const uint4* ap, const unsigned* op, KStep* k) {
     k->a = __ldg(ap);
@@ -302,11 +297,6 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
 #pragma unroll(NT >= 8 ? 1 : 2)
             for (int ks = kb; ks < ke; ++ks) {
                 const mma_detail::KStep cur = nx;
-                if (p.pf > 0) { /* the k-step stream pf k-steps ahead into L1: its L2 latency off the loop */
-                    const int kp = min(ks + p.pf, p.klast);
-                    mma_detail::prefetch_l1(p.afrag + (long long)kp * 32 + lane);
-                    mma_detail::prefetch_l1(p.koff + (long long)kp * KW + (lane & (KW - 1)));
-                }
                 mma_detail::load_kstep<T>(ap, op, &nx);
                 ap += 32;
                 op += KW;

@@ -98,7 +98,6 @@ struct MmaLayout {
     SmemLayout s;
     uint4* afrag = nullptr;
     unsigned* koff = nullptr;
-    int nks = 0; /* k-steps in afrag / koff, the trailing zero k-step included */
 };
 
 struct Tuned {
@@ -137,8 +136,6 @@ struct tsc_plan {
     bool tf32 = false;     /* fp32 plans may run TF32 tensor-core variants (tsc_plan_set_math; off by default) */
     bool mma_sorted = false; /* tensor-core k-steps in sorted position order, not mma_bank_order (A/B switch:
                               * TRT_SPARSE_MMA_SORTED=1 at plan creation) */
-    int mma_pf = 0; /* tensor-core k-step stream prefetched into L1 this many k-steps ahead, 0: off
-                     * (TRT_SPARSE_MMA_PF=N at plan creation) */
     int mma_cfg_limit = tsc::MMA_CFGS; /* tensor-core configs with ids >= this are left out of the candidates (A/B
                                         * switch: TRT_SPARSE_MMA_CFG_LIMIT=12 keeps the round-13 configs) */
     bool pair_stage = false; /* NCHW staging copies pairs of elements where W is even but not a multiple of 4 (sm_80+:
@@ -988,7 +985,6 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
     kseg.push_back((int)nks);
     afrag.resize(afrag.size() + 32 * 4, 0u); /* a zero k-step past the end: the kernel loads one k-step ahead */
     koff.resize(koff.size() + KWORDS, 0u);
-    out->nks = (int)nks + 1;
     L.dense_chunks = (long long)chunk_ids.size() == (long long)G * nch ? nch : 0;
     tsc_status st;
     L.bytes = 0;
@@ -1013,8 +1009,6 @@ bool mma_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P,
     mp->koff = M.koff;
     mp->kseg = M.s.seg;
     mp->cpb = 16 * cfg.wg;
-    mp->klast = M.nks - 1;
-    mp->pf = M.nks > 0 ? p->mma_pf : 0;
     return true;
 }
 
@@ -1563,7 +1557,6 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         p->mma = cc_major >= 8 && tsc::mma_supported();
         p->tma = p->clusters && tma_available(); /* see encode_input_map */
         p->mma_sorted = env_flag("TRT_SPARSE_MMA_SORTED");
-        if (const char* pf = std::getenv("TRT_SPARSE_MMA_PF")) p->mma_pf = std::max(0, std::min(64, std::atoi(pf)));
         p->mma_align8 = env_flag("TRT_SPARSE_MMA_ALIGN8");
         p->pair_stage = cc_major >= 8 && !env_flag("TRT_SPARSE_NO_PAIR_STAGE");
         p->h2 = !env_flag("TRT_SPARSE_NO_H2");

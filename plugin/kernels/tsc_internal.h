@@ -233,8 +233,6 @@ struct MmaParams {
                                * one zero k-step past the end */
     const int* kseg;          /* per (listed chunk, group of the block): first k-step; one more at the end */
     int cpb;                  /* output channels per block group (16 * WG) */
-    int klast;                /* index of the last (zero) k-step: prefetches stay at or below it */
-    int pf;                   /* > 0: prefetch the A fragments and offsets of k-step ks + pf into L1 at k-step ks */
 };
 /* fp16 I/O (m16n8k16) / fp32 I/O with TF32 math (m16n8k8); cfg = mma_cfg_info id. */
 cudaError_t launch_mma_f16(int cfg, const MmaParams& p, const TmaDesc* tmap, size_t smem, cudaStream_t s);
