@@ -669,12 +669,14 @@ PG_SHAPES = [
 ]
 
 
+@pytest.mark.parametrize("shift", [False, True], ids=["noshift", "shift"])
 @pytest.mark.parametrize("shape", PG_SHAPES, ids=[t[0] for t in PG_SHAPES])
-def test_mma_pair_gather_matches_reference(shape, monkeypatch):
+def test_mma_pair_gather_matches_reference(shape, shift, monkeypatch):
     """fp16 NCHW plans with stride_w 1 run their tensor-core variants with the pixel-pair gather (',pg' in the name;
     one 32-bit load gathers a lane's two pixels, k-steps grouped by position parity); every such variant, and every
     tensor-core variant of the same weights built with TRT_SPARSE_MMA_NO_PG=1, matches the float64 reference within
-    the fp16 tolerance."""
+    the fp16 tolerance. With TRT_SPARSE_MMA_PG_SHIFT=1, layers with an odd left pad shift their tiles one column
+    left (',pg,shift'; column -1 computed, not stored) and match too."""
     if torch.cuda.get_device_capability()[0] < 8:
         pytest.skip("tensor-core variants need sm_80+")
     name, C, K, R, st, pads, dl, N, H, W, off, sparsity = shape
@@ -687,16 +689,24 @@ def test_mma_pair_gather_matches_reference(shape, monkeypatch):
     xt = store[off:off + n_el].view(N, C, H, W)
     ref = reference.sparse_conv2d(xt.float().cpu().numpy().astype(np.float64), sw, bias, st, pads, (dl, dl), 1)
     monkeypatch.delenv("TRT_SPARSE_MMA_NO_PG", raising=False)
+    if shift:
+        monkeypatch.setenv("TRT_SPARSE_MMA_PG_SHIFT", "1")
+    else:
+        monkeypatch.delenv("TRT_SPARSE_MMA_PG_SHIFT", raising=False)
     plan_pg = tcuda.SparseConvPlan(sw, bias, st, pads, (dl, dl), 1, 0.0, 6.0, "fp16")
+    monkeypatch.delenv("TRT_SPARSE_MMA_PG_SHIFT", raising=False)
     monkeypatch.setenv("TRT_SPARSE_MMA_NO_PG", "1")
     plan_plain = tcuda.SparseConvPlan(sw, bias, st, pads, (dl, dl), 1, 0.0, 6.0, "fp16")
-    assert " mma_pg=1" in plan_pg.describe() and " mma_pg=0" in plan_plain.describe()
+    assert (" mma_pg=shift" if shift else " mma_pg=1") in plan_pg.describe()
+    assert " mma_pg=0" in plan_plain.describe()
+    suffix = ",pg,shift)" if shift and pads[1] % 2 == 1 else ",pg)"
     y = torch.empty(plan_pg.output_shape(tuple(xt.shape)), device="cuda", dtype=torch.float16)
     counts = []
     for plan, expect_pg in ((plan_pg, st[1] == 1), (plan_plain, False)):
         mma = [(i, n) for i, n in enumerate(plan.variants(N, H, W)) if n.startswith("mma(")]
         assert mma, "seed {} {}: no tensor-core variant".format(seed, name)
-        assert all(n.endswith(",pg)") == expect_pg for _, n in mma), mma
+        assert all(n.endswith(suffix) == expect_pg for _, n in mma), mma
+        assert expect_pg or not any(",pg" in n for _, n in mma), mma
         counts.append(len(mma))
         for i, n in mma:
             y.fill_(float("nan"))

@@ -4,7 +4,7 @@
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
 #                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma] [ab-mma] [ab-small]
 #                                             [probe] [probe-mma] [variants-reuse] [ab-layout] [ab-order] [ab-align8] [ab-clusters]
-#                                             [ab-bigchunk] [ab-pairs] [ab-h2] [ncu-h2] [ab-pg]
+#                                             [ab-bigchunk] [ab-pairs] [ab-h2] [ncu-h2] [ab-pg] [ab-pgshift]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Stages run in this file's order (build, test, sanitizers, ..., bench-full, the A/B stages, ...), not in the order
@@ -190,6 +190,10 @@ fi
 if has ab-pg && fits 120; then
   mma_ab pg TRT_SPARSE_MMA_NO_PG=1 \
     "fp16 mma with the pixel-pair gather (A) vs one 16-bit load per pixel (B: TRT_SPARSE_MMA_NO_PG=1)" "${PG_SPARSITY:-0.9 0.95}"
+fi
+if has ab-pgshift && fits 120; then
+  mma_ab pgshift TRT_SPARSE_MMA_PG_SHIFT=1 \
+    "fp16 mma pair gather, tiles unshifted (A) vs shifted one column where pad_left is odd (B: TRT_SPARSE_MMA_PG_SHIFT=1)" "${PG_SPARSITY:-0.9 0.95}"
 fi
 if has ab-align8 && fits 90; then
   mma_ab align8 TRT_SPARSE_MMA_ALIGN8=1 \

@@ -105,14 +105,17 @@ __device__ __forceinline__ void store_out_pair(const SmemParams& q, T* yn, int k
                                                float v1, float bias) {
     const int oy = oy0 + pi / TW, ox = ox0 + pi % TW;
     if (k >= q.K || oy >= q.P || ox >= q.Q) return;
-    T* const dst = yn + smem_detail::out_off(q, k, oy, ox);
     const float a0 = smem_detail::act_f(v0 + bias, q.act, q.clip_min, q.clip_max);
     const float a1 = smem_detail::act_f(v1 + bias, q.act, q.clip_min, q.clip_max);
-    if (!q.nhwc && ox + 1 < q.Q && (reinterpret_cast<uintptr_t>(dst) & (2 * sizeof(T) - 1)) == 0) {
-        st_out2(dst, a0, a1);
-        return;
+    const bool first = ox >= 0; /* column -1 of a tile row shifted left (SmemParams::ox_shift) is not stored */
+    if (first) {
+        T* const dst = yn + smem_detail::out_off(q, k, oy, ox);
+        if (!q.nhwc && ox + 1 < q.Q && (reinterpret_cast<uintptr_t>(dst) & (2 * sizeof(T) - 1)) == 0) {
+            st_out2(dst, a0, a1);
+            return;
+        }
+        smem_detail::st_out(dst, a0);
     }
-    smem_detail::st_out(dst, a0);
     if (ox + 1 < q.Q) smem_detail::st_out(yn + smem_detail::out_off(q, k, oy, ox + 1), a1);
 }
 
@@ -258,7 +261,7 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
     const int tile = blockIdx.x / cl, rank = blockIdx.x - tile * cl; /* clusters span cl consecutive x blocks */
     const int bg = blockIdx.y;
     const int t_y = udiv(tile, q.tiles_w, q.tw_magic), t_x = tile - t_y * q.tiles_w;
-    const int oy0 = t_y * TH, ox0 = t_x * TW;
+    const int oy0 = t_y * TH, ox0 = t_x * TW - q.ox_shift;
     const int iy0 = oy0 * q.sh - q.pad_top;
     const int ix0 = ox0 * q.sw - q.pad_left - q.lead;
     static_assert(!PG || (sizeof(T) == 2 && NT % 2 == 0), "pair gather: fp16, n-tile pairs");

@@ -99,6 +99,7 @@ struct MmaLayout {
     uint4* afrag = nullptr;
     unsigned* koff = nullptr;
     bool pg = false; /* pixel-pair gather layout (tsc::MmaParams::pg) */
+    int ox_shift = 0; /* tiles start this many columns left of multiples of the tile width (SmemParams::ox_shift) */
 };
 
 struct Tuned {
@@ -139,6 +140,9 @@ struct tsc_plan {
                               * TRT_SPARSE_MMA_SORTED=1 at plan creation) */
     bool mma_pg = false; /* fp16 NCHW stride-1 tensor-core layouts use the pixel-pair gather (TRT_SPARSE_MMA_NO_PG=1 at
                           * plan creation turns it off, A/B switch) */
+    bool mma_pg_shift = false; /* pair-gather layouts with an odd pad_left shift their tiles one column left, so that
+                                * the staged lead is even and the even kernel columns are the cheap (even) positions
+                                * (TRT_SPARSE_MMA_PG_SHIFT=1 at plan creation; A/B switch) */
     int mma_cfg_limit = tsc::MMA_CFGS; /* tensor-core configs with ids >= this are left out of the candidates (A/B
                                         * switch: TRT_SPARSE_MMA_CFG_LIMIT=12 keeps the round-13 configs) */
     bool pair_stage = false; /* NCHW staging copies pairs of elements where W is even but not a multiple of 4 (sm_80+:
@@ -567,8 +571,8 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
  * cl blocks per cluster; false if the shape overflows the kernel's index types. narrow: stage only the columns the
  * tile reads (the smem kernel, whose pitch may be wider for its banks), else whole pitches. */
 bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int ns, int cl, int N, int H, int W, int P,
-                   int Q, const void* x, void* y, tsc::SmemParams* sp, bool narrow = false) {
-    const long long tiles = (long long)((P + TH - 1) / TH) * ((Q + TW - 1) / TW);
+                   int Q, const void* x, void* y, tsc::SmemParams* sp, bool narrow = false, int ox_shift = 0) {
+    const long long tiles = (long long)((P + TH - 1) / TH) * ((Q + ox_shift + TW - 1) / TW);
     if (ns < 1 || ns > 8 || (ns & (ns - 1)) || cl < 1 || (cl & (cl - 1))) return false; /* kernels shift by them */
     if (tiles * cl >= (1LL << 31) || (long long)H * W >= (1LL << 31) || (long long)P * Q >= (1LL << 31)) return false;
     const int es = p->dtype == TSC_FLOAT16 ? 2 : 4;
@@ -587,7 +591,8 @@ bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int n
     sp->lead = L.lead;
     sp->in_h = L.in_h; sp->pitch = L.pitch; sp->cstride = L.cstride; sp->cc = L.cc;
     sp->tiles_h = (P + TH - 1) / TH;
-    sp->tiles_w = (Q + TW - 1) / TW;
+    sp->tiles_w = (Q + ox_shift + TW - 1) / TW;
+    sp->ox_shift = ox_shift;
     sp->groups = L.groups;
     sp->ns = ns;
     sp->cl = cl;
@@ -608,7 +613,8 @@ bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int n
     sp->bstride = L.bstride > 0 ? L.bstride : L.cc * L.cstride;
     sp->tma = 0; /* set by launch_variant where the TMA path applies */
     sp->mbar_off = L.mbar_off;
-    if (L.pitch % 4 != 0 || (p->d.pad_left + L.lead) % 4 != 0 || TW % 4 != 0) sp->vec = 1; /* (layouts keep them aligned) */
+    if (L.pitch % 4 != 0 || (p->d.pad_left + ox_shift + L.lead) % 4 != 0 || TW % 4 != 0)
+        sp->vec = 1; /* (layouts keep them aligned) */
     if (L.h2_words > 0 && sp->vec == 2) sp->vec = 1; /* half2 staging: 4-word units or single words */
     sp->st_nv = L.pitch / sp->vec;
     if (L.h2_words > 0) { /* half2 layout: the row's words, in copy units */
@@ -795,6 +801,14 @@ bool mma_pair_gather(const tsc_plan* p) {
     return p->dtype == TSC_FLOAT16 && p->mma_pg && p->layout == TSC_NCHW && p->d.stride_w == 1;
 }
 
+/* Columns the plan's pair-gather tiles are shifted left by (0 or 1): with an odd pad_left the staged lead (aligned
+ * copies: lead + pad_left a multiple of 4) is odd, which makes the columns kx of even kx*dilation odd positions (two
+ * loads per word pair); one column of shift makes it even, at the cost of one more tile column where the width is a
+ * multiple of the tile's. */
+int mma_pg_shift(const tsc_plan* p) {
+    return mma_pair_gather(p) && p->mma_pg_shift && (p->d.pad_left & 1) ? 1 : 0;
+}
+
 /* Bank-aware order of one (block group, chunk, group) union of positions for the tensor-core gather.
  * A k-step's B fragment is read by `loads` shared-memory loads (fp16: 4, TF32: 2); load q of lane (g, tg) reads
  * the word at delta[g] bytes past the n-tile's first pixel (g * stride_w * element size; pair gather: the lane's
@@ -876,7 +890,10 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
     const int budget = cfg.sb * 1024;
     if (budget > kSmemBudget && budget + 16 > p->smem_optin) return TSC_OK; /* not available on this device */
     const int align = f16 && (cfg.tw >= 16 || p->mma_align8) ? 8 : 4;
-    if (!staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg, align, p->layout == TSC_NHWC, budget,
+    const int ox_shift = f16 && cfg.nt % 2 == 0 && cfg.tw % 8 == 0 ? mma_pg_shift(p) : 0;
+    tsc_conv_desc ds = d; /* the geometry of tiles shifted ox_shift columns left: as if padded ox_shift more */
+    ds.pad_left += ox_shift;
+    if (!staged_geometry(ds, cfg.th, cfg.tw, es, cfg.cl, &sg, align, p->layout == TSC_NHWC, budget,
                          budget > kSmemBudget ? 2 * kSmemMaxCC : kSmemMaxCC))
         return TSC_OK; /* not available */
     const int lead = sg.lead;
@@ -887,6 +904,7 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
      * to even), so every position's offset is one element more */
     const int pg_shift = pg ? (lead & 1) * es : 0;
     out->pg = pg;
+    out->ox_shift = pg ? ox_shift : 0;
     int delta[8]; /* byte offset of lane row g's first gathered word past the n-tile's (pair's) first pixel */
     for (int g = 0; g < 8; ++g)
         delta[g] = pg ? (int)((((2 * g) / cfg.tw) * d.stride_h * pitch + (2 * g) % cfg.tw) * es) : g * d.stride_w * es;
@@ -917,7 +935,7 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
     L.ok = L.smem <= (size_t)budget && (long long)cc * cstride * es < 65536; /* 16-bit offsets */
     if (budget > kSmemBudget && L.ok) { /* a larger budget is only worth a variant where it gives larger chunks */
         StagedGeom sg48;
-        L.ok = !staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg48, align, p->layout == TSC_NHWC) || sg48.cc < cc;
+        L.ok = !staged_geometry(ds, cfg.th, cfg.tw, es, cfg.cl, &sg48, align, p->layout == TSC_NHWC) || sg48.cc < cc;
     }
     if (!build || !L.ok) return TSC_OK; /* geometry only */
     std::vector<uint32_t> afrag, koff;
@@ -1044,7 +1062,7 @@ bool mma_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P,
     if (!M.s.ok || (p->dtype == TSC_FLOAT32 && !p->tf32)) return false; /* TF32 only where allowed */
     const tsc::MmaCfgInfo cfg = tsc::mma_cfg_info(v.cfg);
     if (cfg.cl > 1 && !p->clusters) return false;
-    if (!staged_params(p, M.s, cfg.th, cfg.tw, 1, cfg.cl, N, H, W, P, Q, x, y, &mp->s)) return false;
+    if (!staged_params(p, M.s, cfg.th, cfg.tw, 1, cfg.cl, N, H, W, P, Q, x, y, &mp->s, false, M.ox_shift)) return false;
     mp->afrag = M.afrag;
     mp->koff = M.koff;
     mp->kseg = M.s.seg;
@@ -1324,7 +1342,7 @@ bool encode_input_map(const tsc_plan* p, const tsc::SmemParams& sp, int TW, cons
     const long long es = p->dtype == TSC_FLOAT16 ? 2 : 4;
     if (!enc || !x || sp.nhwc || reinterpret_cast<uintptr_t>(x) % 16 != 0) return false; /* NCHW boxes only */
     if ((sp.W * es) % 16 != 0 || (sp.pitch * es) % 16 != 0) return false;
-    if (((long long)(sp.pad_left + sp.lead) * es) % 16 != 0 || ((long long)TW * sp.sw * es) % 16 != 0) return false;
+    if (((long long)(sp.pad_left + sp.ox_shift + sp.lead) * es) % 16 != 0 || ((long long)TW * sp.sw * es) % 16 != 0) return false;
     if (sp.pitch < 1 || sp.pitch > 256 || sp.in_h < 1 || sp.in_h > 256 || sp.cc < 1 || sp.cc > 256) return false;
     const cuuint64_t dims[4] = {(cuuint64_t)sp.W, (cuuint64_t)sp.H, (cuuint64_t)sp.C, (cuuint64_t)sp.N};
     const cuuint64_t strides[3] = {(cuuint64_t)(sp.W * es), (cuuint64_t)((long long)sp.H * sp.W * es),
@@ -1506,7 +1524,7 @@ std::string variant_name(const tsc_plan* plan, const Variant& v) {
                ",nt=" + std::to_string(c.nt) + ",split=" + std::to_string(c.ws) +
                (c.cl > 1 ? ",cluster=" + std::to_string(c.cl) : std::string()) +
                (c.sb != 48 ? ",stage=" + std::to_string(c.sb) + "k" : std::string()) +
-               (plan->dtype == TSC_FLOAT32 ? ",tf32" : "") + (mma_pair_gather(plan) ? ",pg" : "") + ")";
+               (plan->dtype == TSC_FLOAT32 ? ",tf32" : "") + (mma_pair_gather(plan) ? (mma_pg_shift(plan) ? ",pg,shift" : ",pg") : "") + ")";
     }
     const tsc::TileCfgInfo ci = tsc::tile_cfg_info(plan->geom, v.cfg);
     return "tile(kt=" + std::to_string(ci.kt) + ",px=" + std::to_string(ci.ph) + "x" + std::to_string(ci.pw) +
@@ -1599,6 +1617,7 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         p->tma = p->clusters && tma_available(); /* see encode_input_map */
         p->mma_sorted = env_flag("TRT_SPARSE_MMA_SORTED");
         p->mma_pg = !env_flag("TRT_SPARSE_MMA_NO_PG");
+        p->mma_pg_shift = env_flag("TRT_SPARSE_MMA_PG_SHIFT");
         p->mma_align8 = env_flag("TRT_SPARSE_MMA_ALIGN8");
         p->pair_stage = cc_major >= 8 && !env_flag("TRT_SPARSE_NO_PAIR_STAGE");
         p->h2 = !env_flag("TRT_SPARSE_NO_H2");
@@ -1886,7 +1905,7 @@ size_t tsc_plan_describe(const tsc_plan* plan, char* buf, size_t buf_len) {
                     " C=" + std::to_string(plan->d.C) + " R=" + std::to_string(plan->d.R) + " S=" +
                     std::to_string(plan->d.S) + " nnz=" + std::to_string(plan->nnz) +
                     " tile_geom=" + std::to_string(plan->geom) + " tma=" + (plan->tma ? "1" : "0") +
-                    " pairs=" + (plan->pair_stage ? "1" : "0") + " h2=" + (plan->h2 ? "1" : "0") + " mma_pg=" + (plan->mma_pg ? "1" : "0") + " device_bytes=" + std::to_string(device_bytes(plan));
+                    " pairs=" + (plan->pair_stage ? "1" : "0") + " h2=" + (plan->h2 ? "1" : "0") + " mma_pg=" + (plan->mma_pg ? (plan->mma_pg_shift ? "shift" : "1") : "0") + " device_bytes=" + std::to_string(device_bytes(plan));
     {
         std::lock_guard<std::mutex> lock(plan->mu);
         for (size_t i = 0; i < plan->tuned.size(); ++i) {

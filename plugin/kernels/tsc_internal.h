@@ -85,6 +85,8 @@ struct SmemParams {
     int N, C, H, W, K, P, Q;
     int sh, sw, pad_top, pad_left;
     int lead;               /* extra staged columns on the left so that vector copies are aligned */
+    int ox_shift;           /* tensor-core kernel: tiles start ox_shift (0 / 1) columns left of multiples of the tile
+                             * width (column -1 is computed, not stored) */
     int in_h, pitch, cstride, cc; /* staged rows, row pitch, channel stride (elements), channels per chunk */
     int tiles_h, tiles_w, groups;
     int ns;                 /* warps splitting one slot's nonzeros (1, 2, 4, 8) */
