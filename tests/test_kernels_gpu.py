@@ -672,9 +672,9 @@ PG_SHAPES = [
 @pytest.mark.parametrize("shift", [False, True], ids=["noshift", "shift"])
 @pytest.mark.parametrize("shape", PG_SHAPES, ids=[t[0] for t in PG_SHAPES])
 def test_mma_pair_gather_matches_reference(shape, shift, monkeypatch):
-    """fp16 NCHW plans with stride_w 1 run their tensor-core variants with the pixel-pair gather (',pg' in the name;
-    one 32-bit load gathers a lane's two pixels, k-steps grouped by position parity); every such variant, and every
-    tensor-core variant of the same weights built with TRT_SPARSE_MMA_NO_PG=1, matches the float64 reference within
+    """fp16 NCHW plans with stride_w 1 created with TRT_SPARSE_MMA_PG=1 run their tensor-core variants with the
+    pixel-pair gather (',pg' in the name; one 32-bit load gathers a lane's two pixels, k-steps grouped by position
+    parity); every such variant, and every tensor-core variant of the same weights built without it, matches the float64 reference within
     the fp16 tolerance. With TRT_SPARSE_MMA_PG_SHIFT=1, layers with an odd left pad shift their tiles one column
     left (',pg,shift'; column -1 computed, not stored) and match too."""
     if torch.cuda.get_device_capability()[0] < 8:
@@ -688,14 +688,14 @@ def test_mma_pair_gather_matches_reference(shape, shift, monkeypatch):
     store = torch.from_numpy(rng.standard_normal(n_el + 1).astype(np.float32)).to("cuda", torch.float16)
     xt = store[off:off + n_el].view(N, C, H, W)
     ref = reference.sparse_conv2d(xt.float().cpu().numpy().astype(np.float64), sw, bias, st, pads, (dl, dl), 1)
-    monkeypatch.delenv("TRT_SPARSE_MMA_NO_PG", raising=False)
+    monkeypatch.setenv("TRT_SPARSE_MMA_PG", "1")
     if shift:
         monkeypatch.setenv("TRT_SPARSE_MMA_PG_SHIFT", "1")
     else:
         monkeypatch.delenv("TRT_SPARSE_MMA_PG_SHIFT", raising=False)
     plan_pg = tcuda.SparseConvPlan(sw, bias, st, pads, (dl, dl), 1, 0.0, 6.0, "fp16")
     monkeypatch.delenv("TRT_SPARSE_MMA_PG_SHIFT", raising=False)
-    monkeypatch.setenv("TRT_SPARSE_MMA_NO_PG", "1")
+    monkeypatch.delenv("TRT_SPARSE_MMA_PG", raising=False)
     plan_plain = tcuda.SparseConvPlan(sw, bias, st, pads, (dl, dl), 1, 0.0, 6.0, "fp16")
     assert (" mma_pg=shift" if shift else " mma_pg=1") in plan_pg.describe()
     assert " mma_pg=0" in plan_plain.describe()

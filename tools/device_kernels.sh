@@ -188,12 +188,14 @@ if has ab-h2 && fits 90; then
   tail -3 "$OUT/ab_h2.log"
 fi
 if has ab-pg && fits 120; then
-  mma_ab pg TRT_SPARSE_MMA_NO_PG=1 \
-    "fp16 mma with the pixel-pair gather (A) vs one 16-bit load per pixel (B: TRT_SPARSE_MMA_NO_PG=1)" "${PG_SPARSITY:-0.9 0.95}"
+  mma_ab pg TRT_SPARSE_MMA_PG=1 \
+    "fp16 mma, one 16-bit load per pixel (A) vs the pixel-pair gather (B: TRT_SPARSE_MMA_PG=1; B/A < 1: pair gather faster)" "${PG_SPARSITY:-0.9 0.95}"
 fi
 if has ab-pgshift && fits 120; then
+  export TRT_SPARSE_MMA_PG=1
   mma_ab pgshift TRT_SPARSE_MMA_PG_SHIFT=1 \
-    "fp16 mma pair gather, tiles unshifted (A) vs shifted one column where pad_left is odd (B: TRT_SPARSE_MMA_PG_SHIFT=1)" "${PG_SPARSITY:-0.9 0.95}"
+    "fp16 mma pair gather (TRT_SPARSE_MMA_PG=1 both), tiles unshifted (A) vs shifted one column where pad_left is odd (B: TRT_SPARSE_MMA_PG_SHIFT=1)" "${PG_SPARSITY:-0.9 0.95}"
+  unset TRT_SPARSE_MMA_PG
 fi
 if has ab-align8 && fits 90; then
   mma_ab align8 TRT_SPARSE_MMA_ALIGN8=1 \

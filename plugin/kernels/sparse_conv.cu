@@ -138,8 +138,8 @@ struct tsc_plan {
     bool tf32 = false;     /* fp32 plans may run TF32 tensor-core variants (tsc_plan_set_math; off by default) */
     bool mma_sorted = false; /* tensor-core k-steps in sorted position order, not mma_bank_order (A/B switch:
                               * TRT_SPARSE_MMA_SORTED=1 at plan creation) */
-    bool mma_pg = false; /* fp16 NCHW stride-1 tensor-core layouts use the pixel-pair gather (TRT_SPARSE_MMA_NO_PG=1 at
-                          * plan creation turns it off, A/B switch) */
+    bool mma_pg = false; /* fp16 NCHW stride-1 tensor-core layouts use the pixel-pair gather (TRT_SPARSE_MMA_PG=1 at
+                          * plan creation; opt-in until measured faster, A/B switch) */
     bool mma_pg_shift = false; /* pair-gather layouts with an odd pad_left shift their tiles one column left, so that
                                 * the staged lead is even and the even kernel columns are the cheap (even) positions
                                 * (TRT_SPARSE_MMA_PG_SHIFT=1 at plan creation; A/B switch) */
@@ -1616,7 +1616,7 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         p->mma = cc_major >= 8 && tsc::mma_supported();
         p->tma = p->clusters && tma_available(); /* see encode_input_map */
         p->mma_sorted = env_flag("TRT_SPARSE_MMA_SORTED");
-        p->mma_pg = !env_flag("TRT_SPARSE_MMA_NO_PG");
+        p->mma_pg = env_flag("TRT_SPARSE_MMA_PG");
         p->mma_pg_shift = env_flag("TRT_SPARSE_MMA_PG_SHIFT");
         p->mma_align8 = env_flag("TRT_SPARSE_MMA_ALIGN8");
         p->pair_stage = cc_major >= 8 && !env_flag("TRT_SPARSE_NO_PAIR_STAGE");
