@@ -386,13 +386,10 @@ H2_SHAPES = [
 ]
 
 
-@pytest.mark.parametrize("shape", H2_SHAPES, ids=[t[0] for t in H2_SHAPES])
-def test_half2_smem_variants_match_reference(shape):
-    """fp16 NCHW plans with stride_w 1 offer half2 smem variants (a lane's two pixels of a row in one staged word,
-    HFMA2 with fp16 weights, fp16 partial sums of <= 16 nonzeros flushed into fp32); each matches the float64
-    reference within the fp16 tolerance on every staging path and geometry, with empty output channels giving
-    exactly the bias (+ ReLU)."""
-    name, C, K, R, st, pads, dl, N, H, W, off, sparsity = shape
+def _fp16_offset_case(shape):
+    """Fresh seeded case of a (name, C, K, R, stride, pads, dilation, N, H, W, input offset, sparsity) shape: seed,
+    sparse weight, bias, fp16 NCHW input starting `offset` elements into its device buffer, float64 reference (ReLU)."""
+    _, C, K, R, st, pads, dl, N, H, W, off, sparsity = shape
     seed = secrets.randbits(32)
     rng = np.random.default_rng(seed)
     sw = random_sparse_weight(rng, K, C, R, R, sparsity)
@@ -401,6 +398,17 @@ def test_half2_smem_variants_match_reference(shape):
     store = torch.from_numpy(rng.standard_normal(n_el + 1).astype(np.float32)).to("cuda", torch.float16)
     xt = store[off:off + n_el].view(N, C, H, W)
     ref = reference.sparse_conv2d(xt.float().cpu().numpy().astype(np.float64), sw, bias, st, pads, (dl, dl), 1)
+    return seed, sw, bias, xt, ref
+
+
+@pytest.mark.parametrize("shape", H2_SHAPES, ids=[t[0] for t in H2_SHAPES])
+def test_half2_smem_variants_match_reference(shape):
+    """fp16 NCHW plans with stride_w 1 offer half2 smem variants (a lane's two pixels of a row in one staged word,
+    HFMA2 with fp16 weights, fp16 partial sums of <= 16 nonzeros flushed into fp32); each matches the float64
+    reference within the fp16 tolerance on every staging path and geometry, with empty output channels giving
+    exactly the bias (+ ReLU)."""
+    name, C, K, R, st, pads, dl, N, H, W, off, sparsity = shape
+    seed, sw, bias, xt, ref = _fp16_offset_case(shape)
     plan = tcuda.SparseConvPlan(sw, bias, st, pads, (dl, dl), 1, 0.0, 6.0, "fp16")
     assert " h2=1" in plan.describe()
     names = plan.variants(N, H, W)
@@ -674,20 +682,13 @@ PG_SHAPES = [
 def test_mma_pair_gather_matches_reference(shape, shift, monkeypatch):
     """fp16 NCHW plans with stride_w 1 created with TRT_SPARSE_MMA_PG=1 run their tensor-core variants with the
     pixel-pair gather (',pg' in the name; one 32-bit load gathers a lane's two pixels, k-steps grouped by position
-    parity); every such variant, and every tensor-core variant of the same weights built without it, matches the float64 reference within
-    the fp16 tolerance. With TRT_SPARSE_MMA_PG_SHIFT=1, layers with an odd left pad shift their tiles one column
+    parity); every such variant, and every tensor-core variant of the same weights built without it, matches the
+    float64 reference within the fp16 tolerance. With TRT_SPARSE_MMA_PG_SHIFT=1, layers with an odd left pad shift their tiles one column
     left (',pg,shift'; column -1 computed, not stored) and match too."""
     if torch.cuda.get_device_capability()[0] < 8:
         pytest.skip("tensor-core variants need sm_80+")
     name, C, K, R, st, pads, dl, N, H, W, off, sparsity = shape
-    seed = secrets.randbits(32)
-    rng = np.random.default_rng(seed)
-    sw = random_sparse_weight(rng, K, C, R, R, sparsity)
-    bias = rng.standard_normal(K).astype(np.float32)
-    n_el = N * C * H * W
-    store = torch.from_numpy(rng.standard_normal(n_el + 1).astype(np.float32)).to("cuda", torch.float16)
-    xt = store[off:off + n_el].view(N, C, H, W)
-    ref = reference.sparse_conv2d(xt.float().cpu().numpy().astype(np.float64), sw, bias, st, pads, (dl, dl), 1)
+    seed, sw, bias, xt, ref = _fp16_offset_case(shape)
     monkeypatch.setenv("TRT_SPARSE_MMA_PG", "1")
     if shift:
         monkeypatch.setenv("TRT_SPARSE_MMA_PG_SHIFT", "1")
