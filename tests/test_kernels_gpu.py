@@ -386,10 +386,13 @@ H2_SHAPES = [
 ]
 
 
-def _fp16_offset_case(shape):
-    """Fresh seeded case of a (name, C, K, R, stride, pads, dilation, N, H, W, input offset, sparsity) shape: seed,
-    sparse weight, bias, fp16 NCHW input starting `offset` elements into its device buffer, float64 reference (ReLU)."""
-    _, C, K, R, st, pads, dl, N, H, W, off, sparsity = shape
+@pytest.mark.parametrize("shape", H2_SHAPES, ids=[t[0] for t in H2_SHAPES])
+def test_half2_smem_variants_match_reference(shape):
+    """fp16 NCHW plans with stride_w 1 offer half2 smem variants (a lane's two pixels of a row in one staged word,
+    HFMA2 with fp16 weights, fp16 partial sums of <= 16 nonzeros flushed into fp32); each matches the float64
+    reference within the fp16 tolerance on every staging path and geometry, with empty output channels giving
+    exactly the bias (+ ReLU)."""
+    name, C, K, R, st, pads, dl, N, H, W, off, sparsity = shape
     seed = secrets.randbits(32)
     rng = np.random.default_rng(seed)
     sw = random_sparse_weight(rng, K, C, R, R, sparsity)
@@ -398,17 +401,6 @@ def _fp16_offset_case(shape):
     store = torch.from_numpy(rng.standard_normal(n_el + 1).astype(np.float32)).to("cuda", torch.float16)
     xt = store[off:off + n_el].view(N, C, H, W)
     ref = reference.sparse_conv2d(xt.float().cpu().numpy().astype(np.float64), sw, bias, st, pads, (dl, dl), 1)
-    return seed, sw, bias, xt, ref
-
-
-@pytest.mark.parametrize("shape", H2_SHAPES, ids=[t[0] for t in H2_SHAPES])
-def test_half2_smem_variants_match_reference(shape):
-    """fp16 NCHW plans with stride_w 1 offer half2 smem variants (a lane's two pixels of a row in one staged word,
-    HFMA2 with fp16 weights, fp16 partial sums of <= 16 nonzeros flushed into fp32); each matches the float64
-    reference within the fp16 tolerance on every staging path and geometry, with empty output channels giving
-    exactly the bias (+ ReLU)."""
-    name, C, K, R, st, pads, dl, N, H, W, off, sparsity = shape
-    seed, sw, bias, xt, ref = _fp16_offset_case(shape)
     plan = tcuda.SparseConvPlan(sw, bias, st, pads, (dl, dl), 1, 0.0, 6.0, "fp16")
     assert " h2=1" in plan.describe()
     names = plan.variants(N, H, W)
@@ -652,68 +644,3 @@ def test_mma_configs_that_fill_the_shared_memory_budget_stay_offered():
         torch.cuda.synchronize()
         err = _rel_err(y.float().cpu().numpy(), ref)
         assert err < TOL["fp16"], (n, err)
-
-
-# (name, C, K, R, stride (h, w), pads, dilation, N, H, W, input offset in elements, sparsity): the fp16 tensor-core
-# pixel-pair gather -- even and odd staged leads (pad 0 / 2 vs 1 / 3), odd widths (tiles cut by the map's edge), even
-# and odd positions (dilation 2 makes them all one parity), 5x5, stride_h 2, stride 2 (no pair gather), C = 1,
-# several chunks, clusters (small maps), batch 2, an input at an odd element offset, 50% sparsity, 1x1
-PG_SHAPES = [
-    ("w17_odd_pad1", 24, 40, 3, (1, 1), (1, 1, 1, 1), 1, 1, 13, 17, 0, 0.9),
-    ("w14_pad1", 40, 24, 3, (1, 1), (1, 1, 1, 1), 1, 1, 14, 14, 0, 0.9),
-    ("w36_pad0", 16, 20, 3, (1, 1), (0, 0, 0, 0), 1, 1, 19, 36, 0, 0.9),
-    ("w24_pad2_dil2", 16, 24, 3, (1, 1), (2, 2, 2, 2), 2, 1, 20, 24, 0, 0.9),
-    ("w30_pad3_asym", 12, 16, 3, (1, 1), (1, 3, 0, 2), 1, 1, 9, 30, 0, 0.9),
-    ("w22_5x5", 19, 17, 5, (1, 1), (2, 2, 2, 2), 1, 1, 13, 22, 0, 0.8),
-    ("w28_sh2", 20, 16, 3, (2, 1), (1, 1, 1, 1), 1, 1, 27, 28, 0, 0.9),
-    ("w28_s2", 20, 16, 3, (2, 2), (1, 1, 1, 1), 1, 1, 27, 28, 0, 0.9),
-    ("c1", 1, 8, 3, (1, 1), (1, 1, 1, 1), 1, 1, 11, 12, 0, 0.5),
-    ("c200_multichunk", 200, 24, 3, (1, 1), (1, 1, 1, 1), 1, 1, 14, 16, 0, 0.9),
-    ("c512_h7_cluster", 512, 64, 3, (1, 1), (1, 1, 1, 1), 1, 1, 7, 7, 0, 0.95),
-    ("c64_h56_batch2", 64, 64, 3, (1, 1), (1, 1, 1, 1), 1, 2, 56, 56, 0, 0.9),
-    ("w20_offset1", 24, 40, 3, (1, 1), (1, 1, 1, 1), 1, 1, 18, 20, 1, 0.9),
-    ("sp50", 32, 48, 3, (1, 1), (1, 1, 1, 1), 1, 1, 16, 16, 0, 0.5),
-    ("1x1", 32, 24, 1, (1, 1), (0, 0, 0, 0), 1, 1, 15, 32, 0, 0.9),
-]
-
-
-@pytest.mark.parametrize("shift", [False, True], ids=["noshift", "shift"])
-@pytest.mark.parametrize("shape", PG_SHAPES, ids=[t[0] for t in PG_SHAPES])
-def test_mma_pair_gather_matches_reference(shape, shift, monkeypatch):
-    """fp16 NCHW plans with stride_w 1 created with TRT_SPARSE_MMA_PG=1 run their tensor-core variants with the
-    pixel-pair gather (',pg' in the name; one 32-bit load gathers a lane's two pixels, k-steps grouped by position
-    parity); every such variant, and every tensor-core variant of the same weights built without it, matches the
-    float64 reference within the fp16 tolerance. With TRT_SPARSE_MMA_PG_SHIFT=1, layers with an odd left pad shift their tiles one column
-    left (',pg,shift'; column -1 computed, not stored) and match too."""
-    if torch.cuda.get_device_capability()[0] < 8:
-        pytest.skip("tensor-core variants need sm_80+")
-    name, C, K, R, st, pads, dl, N, H, W, off, sparsity = shape
-    seed, sw, bias, xt, ref = _fp16_offset_case(shape)
-    monkeypatch.setenv("TRT_SPARSE_MMA_PG", "1")
-    if shift:
-        monkeypatch.setenv("TRT_SPARSE_MMA_PG_SHIFT", "1")
-    else:
-        monkeypatch.delenv("TRT_SPARSE_MMA_PG_SHIFT", raising=False)
-    plan_pg = tcuda.SparseConvPlan(sw, bias, st, pads, (dl, dl), 1, 0.0, 6.0, "fp16")
-    monkeypatch.delenv("TRT_SPARSE_MMA_PG_SHIFT", raising=False)
-    monkeypatch.delenv("TRT_SPARSE_MMA_PG", raising=False)
-    plan_plain = tcuda.SparseConvPlan(sw, bias, st, pads, (dl, dl), 1, 0.0, 6.0, "fp16")
-    assert (" mma_pg=shift" if shift else " mma_pg=1") in plan_pg.describe()
-    assert " mma_pg=0" in plan_plain.describe()
-    suffix = ",pg,shift)" if shift and pads[1] % 2 == 1 else ",pg)"
-    y = torch.empty(plan_pg.output_shape(tuple(xt.shape)), device="cuda", dtype=torch.float16)
-    counts = []
-    for plan, expect_pg in ((plan_pg, st[1] == 1), (plan_plain, False)):
-        mma = [(i, n) for i, n in enumerate(plan.variants(N, H, W)) if n.startswith("mma(")]
-        assert mma, "seed {} {}: no tensor-core variant".format(seed, name)
-        assert all(n.endswith(suffix) == expect_pg for _, n in mma), mma
-        assert expect_pg or not any(",pg" in n for _, n in mma), mma
-        counts.append(len(mma))
-        for i, n in mma:
-            y.fill_(float("nan"))
-            plan.enqueue_variant(i, xt, y)
-            torch.cuda.synchronize()
-            out = y.float().cpu().numpy()
-            err = _rel_err(out, ref)
-            assert err < TOL["fp16"], "seed {} {} {}: rel err {}".format(seed, name, n, err)
-    assert counts[0] == counts[1], counts  # the pair gather changes no config's availability

@@ -4,7 +4,7 @@
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
 #                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma] [ab-mma] [ab-small]
 #                                             [probe] [probe-mma] [variants-reuse] [ab-layout] [ab-order] [ab-align8] [ab-clusters]
-#                                             [ab-bigchunk] [ab-pairs] [ab-h2] [ncu-h2] [ab-pg] [ab-pgshift]
+#                                             [ab-bigchunk] [ab-pairs] [ab-h2] [ncu-h2]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Stages run in this file's order (build, test, sanitizers, ..., bench-full, the A/B stages, ...), not in the order
@@ -60,7 +60,7 @@ fi
 if has sanitize-quick && fits 40; then
   say "compute-sanitizer memcheck (small subset + plan memory / choice tests)"
   compute-sanitizer --tool memcheck --error-exitcode 99 python3 -m pytest -q -m gpu tests/test_kernels_gpu.py \
-    -k "(test_every_variant_matches_reference and (basic or 1x1)) or (test_nhwc_matches_reference and (basic or stride2 or odd_sizes)) or (test_pair_staging_matches_elementwise and (w14_pad1 or w30_pad3_asym or w26_s2)) or test_plan_memory_is_lazy or test_choice_roundtrip or (test_half2_smem_variants_match_reference and (w17_odd or w20_offset1 or w36_pad0 or w7_c512_cluster or c1)) or (test_mma_pair_gather_matches_reference and (w17_odd_pad1 or w30_pad3_asym or w24_pad2_dil2 or c512_h7_cluster or w20_offset1 or c200_multichunk))" \
+    -k "(test_every_variant_matches_reference and (basic or 1x1)) or (test_nhwc_matches_reference and (basic or stride2 or odd_sizes)) or (test_pair_staging_matches_elementwise and (w14_pad1 or w30_pad3_asym or w26_s2)) or test_plan_memory_is_lazy or test_choice_roundtrip or (test_half2_smem_variants_match_reference and (w17_odd or w20_offset1 or w36_pad0 or w7_c512_cluster or c1))" \
     >"$OUT/sanitize_quick.log" 2>&1
   rc=$?; say "memcheck rc=$rc"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/sanitize_quick.log" | tail -3
   [ $rc -eq 0 ] || status=1
@@ -68,7 +68,7 @@ fi
 if has racecheck-quick && fits 60; then
   say "compute-sanitizer racecheck (small subset: every variant of three cases, incl. cluster configs)"
   compute-sanitizer --tool racecheck --error-exitcode 99 python3 -m pytest -q -m gpu tests/test_kernels_gpu.py \
-    -k "(test_every_variant_matches_reference and (basic or c_many or resnet_like_7 or sp99)) or (test_half2_smem_variants_match_reference and (w20_pad1 or w17_odd or w7_c512_cluster)) or (test_mma_pair_gather_matches_reference and (w17_odd_pad1 or c512_h7_cluster or c200_multichunk))" >"$OUT/racecheck_quick.log" 2>&1
+    -k "(test_every_variant_matches_reference and (basic or c_many or resnet_like_7 or sp99)) or (test_half2_smem_variants_match_reference and (w20_pad1 or w17_odd or w7_c512_cluster))" >"$OUT/racecheck_quick.log" 2>&1
   rc=$?; say "racecheck rc=$rc"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/racecheck_quick.log" | tail -3
   [ $rc -eq 0 ] || status=1
 fi
@@ -186,16 +186,6 @@ if has ab-h2 && fits 90; then
   timeout 240 python3 bench/env_ab.py --env TRT_SPARSE_NO_H2=1 --family smem --batch 1 8 --sparsity 0.9 0.95 \
     --dtype fp16 --only $(S1_LAYERS) --json "$OUT/ab_h2.json" >"$OUT/ab_h2.log" 2>&1 || status=1
   tail -3 "$OUT/ab_h2.log"
-fi
-if has ab-pg && fits 120; then
-  mma_ab pg TRT_SPARSE_MMA_PG=1 \
-    "fp16 mma, one 16-bit load per pixel (A) vs the pixel-pair gather (B: TRT_SPARSE_MMA_PG=1; B/A < 1: pair gather faster)" "${PG_SPARSITY:-0.9 0.95}"
-fi
-if has ab-pgshift && fits 120; then
-  export TRT_SPARSE_MMA_PG=1
-  mma_ab pgshift TRT_SPARSE_MMA_PG_SHIFT=1 \
-    "fp16 mma pair gather (TRT_SPARSE_MMA_PG=1 both), tiles unshifted (A) vs shifted one column where pad_left is odd (B: TRT_SPARSE_MMA_PG_SHIFT=1)" "${PG_SPARSITY:-0.9 0.95}"
-  unset TRT_SPARSE_MMA_PG
 fi
 if has ab-align8 && fits 90; then
   mma_ab align8 TRT_SPARSE_MMA_ALIGN8=1 \

@@ -105,17 +105,14 @@ __device__ __forceinline__ void store_out_pair(const SmemParams& q, T* yn, int k
                                                float v1, float bias) {
     const int oy = oy0 + pi / TW, ox = ox0 + pi % TW;
     if (k >= q.K || oy >= q.P || ox >= q.Q) return;
+    T* const dst = yn + smem_detail::out_off(q, k, oy, ox);
     const float a0 = smem_detail::act_f(v0 + bias, q.act, q.clip_min, q.clip_max);
     const float a1 = smem_detail::act_f(v1 + bias, q.act, q.clip_min, q.clip_max);
-    const bool first = ox >= 0; /* column -1 of a tile row shifted left (SmemParams::ox_shift) is not stored */
-    if (first) {
-        T* const dst = yn + smem_detail::out_off(q, k, oy, ox);
-        if (!q.nhwc && ox + 1 < q.Q && (reinterpret_cast<uintptr_t>(dst) & (2 * sizeof(T) - 1)) == 0) {
-            st_out2(dst, a0, a1);
-            return;
-        }
-        smem_detail::st_out(dst, a0);
+    if (!q.nhwc && ox + 1 < q.Q && (reinterpret_cast<uintptr_t>(dst) & (2 * sizeof(T) - 1)) == 0) {
+        st_out2(dst, a0, a1);
+        return;
     }
+    smem_detail::st_out(dst, a0);
     if (ox + 1 < q.Q) smem_detail::st_out(yn + smem_detail::out_off(q, k, oy, ox + 1), a1);
 }
 
@@ -167,85 +164,10 @@ __device__ __forceinline__ void kstep_mma(float (&acc)[4], const KStep& k, const
     mma_1688_tf32(acc, k.a, b0, b1);
 }
 
-/* Pixel-pair gather (MmaParams::pg): one k-step of the n-tile pair (E, O) = (even, odd pixels of 16) at the lane's
- * pair address `base` (its pixels 2 gid, 2 gid + 1, an even element). Even k-steps: one 32-bit load per position
- * holds both pixels; odd k-steps (offsets stored 2 bytes low): the words at offset and offset + 4 hold them in their
- * high / low halves. PRMT 0x5410 joins two low halves, 0x7632 two high halves. */
-__device__ __forceinline__ unsigned prmt(unsigned a, unsigned b, unsigned sel) {
-    unsigned r;
-    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
-    return r;
-}
-__device__ __forceinline__ void kstep_mma_pair(float (&accE)[4], float (&accO)[4], const KStep& k, const KAddr& o,
-                                               unsigned base, bool odd) {
-    unsigned e0, e1, e2, e3, o0, o1, o2, o3;
-    if (!odd) {
-        const unsigned w0 = lds_u32(base + o.a0), w1 = lds_u32(base + o.a1);
-        const unsigned w2 = lds_u32(base + o.a2), w3 = lds_u32(base + o.a3);
-        e0 = prmt(w0, w1, 0x5410u); o0 = prmt(w0, w1, 0x7632u);
-        e1 = prmt(w2, w3, 0x5410u); o1 = prmt(w2, w3, 0x7632u);
-    } else {
-        e2 = lds_u32(base + o.a0); o2 = lds_u32(base + o.a0 + 4u);
-        e3 = lds_u32(base + o.a1); o3 = lds_u32(base + o.a1 + 4u);
-        e0 = prmt(e2, e3, 0x7632u); o0 = prmt(o2, o3, 0x5410u);
-        e2 = lds_u32(base + o.a2); o2 = lds_u32(base + o.a2 + 4u);
-        e3 = lds_u32(base + o.a3); o3 = lds_u32(base + o.a3 + 4u);
-        e1 = prmt(e2, e3, 0x7632u); o1 = prmt(o2, o3, 0x5410u);
-    }
-    mma_16816(accE, k.a, e0, e1);
-    mma_16816(accO, k.a, o0, o1);
-}
-
-/* The lane's offsets of a pair-gather k-step (bit 0 of word 0 is the parity flag, masked off). */
-__device__ __forceinline__ KAddr koffs_pair(const KStep& k) {
-    KAddr r;
-    r.a0 = k.o01 & 0xfffcu;
-    r.a1 = k.o01 >> 16;
-    r.a2 = k.o23 & 0xfffcu;
-    r.a3 = k.o23 >> 16;
-    return r;
-}
-
-/* Tile pixel of accumulator register r of n-tile j (pair gather): n-tile 2m / 2m + 1 holds the even / odd pixels of
- * the 16 starting at (wp * NT + 2m) * 8; register columns 2 tig, 2 tig + 1. */
-template <int NT>
-__device__ __forceinline__ int acc_pixel_pg(int wp, int j, int r, int ln) {
-    return (wp * NT + (j & ~1)) * 8 + 2 * (2 * (ln & 3) + (r & 1)) + (j & 1);
-}
-
-/* Output pair o of the block's reduction (slot-major): the first value's slot, n-tile j, register r and lane, the
- * distance (floats) of the second value in a partial-sum slab, and the pair's first tile pixel. Plain gather: the
- * registers (r, r + 1) of n-tile j (pixels 2 tig, 2 tig + 1); pair gather: register r of n-tiles (j, j + 1) (the
- * even and odd pixel of one column). */
-struct OutPair {
-    int slot, j, r, ln, second, pixel;
-};
-template <int NT, int WP>
-__device__ __forceinline__ OutPair out_pair(int o, bool pg) {
-    OutPair q;
-    q.ln = o & 31;
-    if (pg) {
-        const int mt = o >> 7;
-        q.r = (o >> 5) & 3;
-        q.j = 2 * (mt % (NT / 2));
-        q.slot = mt / (NT / 2);
-        q.second = 4 * 32;
-        q.pixel = acc_pixel_pg<NT>(q.slot % WP, q.j, q.r, q.ln);
-    } else {
-        const int jt = o >> 6;
-        q.r = 2 * ((o >> 5) & 1);
-        q.j = jt % NT;
-        q.slot = jt / NT;
-        q.second = 32;
-        q.pixel = acc_pixel<NT>(q.slot % WP, q.j, q.r, q.ln);
-    }
-    return q;
-}
-
 }  // namespace mma_detail
 
 /* k-steps are loaded one ahead of their use (two ahead measured 0.957x: `h200_round13_ab_pf.json`). */
-template <typename T, int TH, int TW, int WG, int WP, int WS, int NT, int CL, bool PG = false>
+template <typename T, int TH, int TW, int WG, int WP, int WS, int NT, int CL>
 __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, const TSC_GRID_CONST TmaDesc tmap) {
     static_assert(WG * WP * WS == 8, "8 warps per block");
     static_assert(WP * NT * 8 == TH * TW && TW % 8 == 0, "n-tiles cover the tile");
@@ -261,17 +183,14 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
     const int tile = blockIdx.x / cl, rank = blockIdx.x - tile * cl; /* clusters span cl consecutive x blocks */
     const int bg = blockIdx.y;
     const int t_y = udiv(tile, q.tiles_w, q.tw_magic), t_x = tile - t_y * q.tiles_w;
-    const int oy0 = t_y * TH, ox0 = t_x * TW - q.ox_shift;
+    const int oy0 = t_y * TH, ox0 = t_x * TW;
     const int iy0 = oy0 * q.sh - q.pad_top;
     const int ix0 = ox0 * q.sw - q.pad_left - q.lead;
-    static_assert(!PG || (sizeof(T) == 2 && NT % 2 == 0), "pair gather: fp16, n-tile pairs");
-    const bool pg = PG; /* a template parameter: one register allocation per gather (both in one kernel spilled) */
-    int pb[NT]; /* byte offset of the lane's pixel (column gid of n-tile j) in a staged chunk; pair gather: of the
-                 * lane's pixel pair 2 gid, 2 gid + 1 of n-tile pair j / 2 (entries j / 2 < NT / 2) */
+    int pb[NT]; /* byte offset of the lane's pixel (column gid of n-tile j) in a staged chunk */
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
-        const int pi = pg ? (j < NT / 2 ? (wp * NT + 2 * j) * 8 + 2 * gid : 0) : (wp * NT + j) * 8 + gid;
-        pb[j] = (((pi / TW) * q.sh) * q.pitch + (pi % TW) * q.sw + (pg ? q.lead & ~1 : q.lead)) * (int)sizeof(T);
+        const int pi = (wp * NT + j) * 8 + gid;
+        pb[j] = (((pi / TW) * q.sh) * q.pitch + (pi % TW) * q.sw + q.lead) * (int)sizeof(T);
     }
     const int dch = q.dense_chunks; /* > 0: chunk lists are implicit (no dependent index loads) */
     int cs0 = dch > 0 ? bg * dch : __ldg(q.gch_off + bg);
@@ -375,62 +294,25 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
             for (int j = 0; j < NT; ++j) bj[j] = sb + (unsigned)pb[j];
             const uint4* ap = p.afrag + (long long)(kb + 1) * 32 + lane;        /* next k-step's A fragment */
             const unsigned* op = p.koff + (long long)(kb + 1) * KW + (lane & 3); /* and its offsets */
-            if (pg) { /* a segment's even k-steps come first, then its odd ones (flag: bit 0 of offset word 0) */
-                int ks = kb;
 #pragma unroll(NT >= 8 ? 1 : 2)
-                for (; ks < ke && (nx.o01 & 1u) == 0u; ++ks) {
-                    const mma_detail::KStep cur = nx;
-                    mma_detail::load_kstep<T>(ap, op, &nx);
-                    ap += 32;
-                    op += KW;
-                    const mma_detail::KAddr o = mma_detail::koffs_pair(cur);
+            for (int ks = kb; ks < ke; ++ks) {
+                const mma_detail::KStep cur = nx;
+                mma_detail::load_kstep<T>(ap, op, &nx);
+                ap += 32;
+                op += KW;
 #pragma unroll
-                    for (int m = 0; m < NT / 2; ++m)
-                        mma_detail::kstep_mma_pair(acc[2 * m], acc[2 * m + 1], cur, o, bj[m], false);
-                }
-#pragma unroll(NT >= 8 ? 1 : 2)
-                for (; ks < ke; ++ks) {
-                    const mma_detail::KStep cur = nx;
-                    mma_detail::load_kstep<T>(ap, op, &nx);
-                    ap += 32;
-                    op += KW;
-                    const mma_detail::KAddr o = mma_detail::koffs_pair(cur);
-#pragma unroll
-                    for (int m = 0; m < NT / 2; ++m)
-                        mma_detail::kstep_mma_pair(acc[2 * m], acc[2 * m + 1], cur, o, bj[m], true);
-                }
-            } else {
-#pragma unroll(NT >= 8 ? 1 : 2)
-                for (int ks = kb; ks < ke; ++ks) {
-                    const mma_detail::KStep cur = nx;
-                    mma_detail::load_kstep<T>(ap, op, &nx);
-                    ap += 32;
-                    op += KW;
-#pragma unroll
-                    for (int j = 0; j < NT; ++j)
-                        mma_detail::kstep_mma(acc[j], cur, mma_detail::kaddr(cur, bj[j]), static_cast<const T*>(nullptr));
-                }
+                for (int j = 0; j < NT; ++j)
+                    mma_detail::kstep_mma(acc[j], cur, mma_detail::kaddr(cur, bj[j]), static_cast<const T*>(nullptr));
             }
         }
         __syncthreads(); /* every warp is done with the staged input (buffers are reused below / next n) */
         if (WS == 1 && cl == 1) {
-            if (pg) {
 #pragma unroll
-                for (int m = 0; m < NT / 2; ++m)
+            for (int j = 0; j < NT; ++j)
 #pragma unroll
-                    for (int r = 0; r < 4; ++r) /* n-tiles (2m, 2m + 1), register r: adjacent pixels of one channel */
-                        mma_detail::store_out_pair<TW>(q, yn, kA + ((r & 2) ? 8 : 0),
-                                                       mma_detail::acc_pixel_pg<NT>(wp, 2 * m, r, lane), oy0, ox0,
-                                                       acc[2 * m][r], acc[2 * m + 1][r], (r & 2) ? biasB : biasA);
-            } else {
-#pragma unroll
-                for (int j = 0; j < NT; ++j)
-#pragma unroll
-                    for (int r = 0; r < 4; r += 2) /* registers (r, r + 1): pixels 2 tig, 2 tig + 1 of one channel */
-                        mma_detail::store_out_pair<TW>(q, yn, kA + (r ? 8 : 0),
-                                                       mma_detail::acc_pixel<NT>(wp, j, r, lane), oy0, ox0, acc[j][r],
-                                                       acc[j][r + 1], r ? biasB : biasA);
-            }
+                for (int r = 0; r < 4; r += 2) /* registers (r, r + 1): pixels 2 tig, 2 tig + 1 of one channel */
+                    mma_detail::store_out_pair<TW>(q, yn, kA + (r ? 8 : 0), mma_detail::acc_pixel<NT>(wp, j, r, lane),
+                                                   oy0, ox0, acc[j][r], acc[j][r + 1], r ? biasB : biasA);
             continue;
         }
         float* red = reinterpret_cast<float*>(smem_raw);
@@ -443,20 +325,24 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
         static_assert(PAIRS % 256 == 0, "whole passes of the block over the output pairs");
         if (cl == 1) {
             __syncthreads();
-            /* pass it: pair o = tid + 256 it (lane and register pair fixed per thread, the rest compile-time) */
+            /* pass it: pair o = tid + 256 it, so lane and register pair are fixed per thread and the rest is
+             * compile-time arithmetic */
+            const unsigned t = threadIdx.x;
+            const int ln = (int)(t & 31u), r = 2 * (int)((t >> 5) & 1u);
 #pragma unroll
             for (int it = 0; it < PAIRS / 256; ++it) {
-                const mma_detail::OutPair op = mma_detail::out_pair<NT, WP>((int)threadIdx.x + 256 * it, pg);
+                const unsigned jt = (t >> 6) + 4u * it; /* slot * NT + j */
+                const int j = (int)(jt % NT), slot = (int)(jt / NT);
                 float s0 = 0.0f, s1 = 0.0f;
 #pragma unroll
                 for (int sp = 0; sp < WS; ++sp) {
-                    const float* src = red + (((op.slot * WS + sp) * NT + op.j) * 4 + op.r) * 32 + op.ln;
+                    const float* src = red + (((slot * WS + sp) * NT + j) * 4 + r) * 32 + ln;
                     s0 += src[0];
-                    s1 += src[op.second];
+                    s1 += src[32];
                 }
-                const int k = mma_detail::out_channel(p, bg, op.slot / WP, op.r, op.ln);
-                mma_detail::store_out_pair<TW>(q, yn, k, op.pixel, oy0, ox0, s0, s1,
-                                               k < q.K ? __ldg(q.bias + k) : 0.0f);
+                const int k = mma_detail::out_channel(p, bg, slot / WP, r, ln);
+                mma_detail::store_out_pair<TW>(q, yn, k, mma_detail::acc_pixel<NT>(slot % WP, j, r, ln), oy0, ox0, s0,
+                                               s1, k < q.K ? __ldg(q.bias + k) : 0.0f);
             }
         }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -464,13 +350,13 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
             cluster_sync(); /* every block's partial sums are in its shared memory */
             const int o0 = (PAIRS * rank) / cl, o1 = (PAIRS * (rank + 1)) / cl;
             for (int o = o0 + (int)threadIdx.x; o < o1; o += 256) {
-                const mma_detail::OutPair op = mma_detail::out_pair<NT, WP>(o, pg);
-                const float* src = red + (((op.slot * WS) * NT + op.j) * 4 + op.r) * 32 + op.ln;
+                const int ln = o & 31, r = 2 * ((o >> 5) & 1), j = (o >> 6) % NT, slot = (o >> 6) / NT;
+                const float* src = red + (((slot * WS) * NT + j) * 4 + r) * 32 + ln;
                 const float s0 = sum_peers(src, cl, WS, NT * 4 * 32);
-                const float s1 = sum_peers(src + op.second, cl, WS, NT * 4 * 32);
-                const int k = mma_detail::out_channel(p, bg, op.slot / WP, op.r, op.ln);
-                mma_detail::store_out_pair<TW>(q, yn, k, op.pixel, oy0, ox0, s0, s1,
-                                               k < q.K ? __ldg(q.bias + k) : 0.0f);
+                const float s1 = sum_peers(src + 32, cl, WS, NT * 4 * 32);
+                const int k = mma_detail::out_channel(p, bg, slot / WP, r, ln);
+                mma_detail::store_out_pair<TW>(q, yn, k, mma_detail::acc_pixel<NT>(slot % WP, j, r, ln), oy0, ox0, s0,
+                                               s1, k < q.K ? __ldg(q.bias + k) : 0.0f);
             }
         }
 #endif
@@ -484,7 +370,7 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
     }
 }
 
-template <typename T, int TH, int TW, int WG, int WP, int WS, int NT, int CL, bool PG = false>
+template <typename T, int TH, int TW, int WG, int WP, int WS, int NT, int CL>
 cudaError_t launch_mma_cfg(const MmaParams& p, const TmaDesc* tmap, size_t smem, cudaStream_t s) {
     if (p.s.cl != CL || (p.s.tma && !tmap)) return cudaErrorInvalidValue;
     TmaDesc tm;
@@ -492,19 +378,19 @@ cudaError_t launch_mma_cfg(const MmaParams& p, const TmaDesc* tmap, size_t smem,
     else for (int i = 0; i < 16; ++i) tm.opaque[i] = 0ull;
     dim3 grid((unsigned)(p.s.tiles_h * p.s.tiles_w * CL), (unsigned)p.s.groups,
               (unsigned)(p.s.N < 65535 ? p.s.N : 65535));
-    if (CL > 1) return launch_cluster(mma_kernel<T, TH, TW, WG, WP, WS, NT, CL, PG>, CL, smem, grid, s, p, tm);
-    mma_kernel<T, TH, TW, WG, WP, WS, NT, CL, PG><<<grid, 256, smem, s>>>(p, tm);
+    if (CL > 1) return launch_cluster(mma_kernel<T, TH, TW, WG, WP, WS, NT, CL>, CL, smem, grid, s, p, tm);
+    mma_kernel<T, TH, TW, WG, WP, WS, NT, CL><<<grid, 256, smem, s>>>(p, tm);
     return cudaGetLastError();
 }
 
 /* Opt the element type's kernels of every config with more than 48 KB of staging (SB > 48) into `bytes` of dynamic
  * shared memory; the first error, if any. */
-template <typename T, bool PG = false>
+template <typename T>
 cudaError_t mma_set_smem_limit(int bytes) {
     cudaError_t first = cudaSuccess;
 #define TSC_A(I, TH, TW, WG, WP, WS, NT, CL, SB)                                                                   \
     if (SB > 48) {                                                                                                \
-        const cudaError_t e = cudaFuncSetAttribute(mma_kernel<T, TH, TW, WG, WP, WS, NT, CL, PG>,                 \
+        const cudaError_t e = cudaFuncSetAttribute(mma_kernel<T, TH, TW, WG, WP, WS, NT, CL>,                     \
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);          \
         if (e != cudaSuccess && first == cudaSuccess) first = e;                                                  \
     }

@@ -98,8 +98,6 @@ struct MmaLayout {
     SmemLayout s;
     uint4* afrag = nullptr;
     unsigned* koff = nullptr;
-    bool pg = false; /* pixel-pair gather layout (tsc::MmaParams::pg) */
-    int ox_shift = 0; /* tiles start this many columns left of multiples of the tile width (SmemParams::ox_shift) */
 };
 
 struct Tuned {
@@ -138,11 +136,6 @@ struct tsc_plan {
     bool tf32 = false;     /* fp32 plans may run TF32 tensor-core variants (tsc_plan_set_math; off by default) */
     bool mma_sorted = false; /* tensor-core k-steps in sorted position order, not mma_bank_order (A/B switch:
                               * TRT_SPARSE_MMA_SORTED=1 at plan creation) */
-    bool mma_pg = false; /* fp16 NCHW stride-1 tensor-core layouts use the pixel-pair gather (TRT_SPARSE_MMA_PG=1 at
-                          * plan creation; opt-in until measured faster, A/B switch) */
-    bool mma_pg_shift = false; /* pair-gather layouts with an odd pad_left shift their tiles one column left, so that
-                                * the staged lead is even and the even kernel columns are the cheap (even) positions
-                                * (TRT_SPARSE_MMA_PG_SHIFT=1 at plan creation; A/B switch) */
     int mma_cfg_limit = tsc::MMA_CFGS; /* tensor-core configs with ids >= this are left out of the candidates (A/B
                                         * switch: TRT_SPARSE_MMA_CFG_LIMIT=12 keeps the round-13 configs) */
     bool pair_stage = false; /* NCHW staging copies pairs of elements where W is even but not a multiple of 4 (sm_80+:
@@ -571,8 +564,8 @@ tsc_status build_smem_layout(tsc_plan* p, const tsc_weights* w, int ci, SmemLayo
  * cl blocks per cluster; false if the shape overflows the kernel's index types. narrow: stage only the columns the
  * tile reads (the smem kernel, whose pitch may be wider for its banks), else whole pitches. */
 bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int ns, int cl, int N, int H, int W, int P,
-                   int Q, const void* x, void* y, tsc::SmemParams* sp, bool narrow = false, int ox_shift = 0) {
-    const long long tiles = (long long)((P + TH - 1) / TH) * ((Q + ox_shift + TW - 1) / TW);
+                   int Q, const void* x, void* y, tsc::SmemParams* sp, bool narrow = false) {
+    const long long tiles = (long long)((P + TH - 1) / TH) * ((Q + TW - 1) / TW);
     if (ns < 1 || ns > 8 || (ns & (ns - 1)) || cl < 1 || (cl & (cl - 1))) return false; /* kernels shift by them */
     if (tiles * cl >= (1LL << 31) || (long long)H * W >= (1LL << 31) || (long long)P * Q >= (1LL << 31)) return false;
     const int es = p->dtype == TSC_FLOAT16 ? 2 : 4;
@@ -591,8 +584,7 @@ bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int n
     sp->lead = L.lead;
     sp->in_h = L.in_h; sp->pitch = L.pitch; sp->cstride = L.cstride; sp->cc = L.cc;
     sp->tiles_h = (P + TH - 1) / TH;
-    sp->tiles_w = (Q + ox_shift + TW - 1) / TW;
-    sp->ox_shift = ox_shift;
+    sp->tiles_w = (Q + TW - 1) / TW;
     sp->groups = L.groups;
     sp->ns = ns;
     sp->cl = cl;
@@ -613,8 +605,7 @@ bool staged_params(const tsc_plan* p, const SmemLayout& L, int TH, int TW, int n
     sp->bstride = L.bstride > 0 ? L.bstride : L.cc * L.cstride;
     sp->tma = 0; /* set by launch_variant where the TMA path applies */
     sp->mbar_off = L.mbar_off;
-    if (L.pitch % 4 != 0 || (p->d.pad_left + ox_shift + L.lead) % 4 != 0 || TW % 4 != 0)
-        sp->vec = 1; /* (layouts keep them aligned) */
+    if (L.pitch % 4 != 0 || (p->d.pad_left + L.lead) % 4 != 0 || TW % 4 != 0) sp->vec = 1; /* (layouts keep them aligned) */
     if (L.h2_words > 0 && sp->vec == 2) sp->vec = 1; /* half2 staging: 4-word units or single words */
     sp->st_nv = L.pitch / sp->vec;
     if (L.h2_words > 0) { /* half2 layout: the row's words, in copy units */
@@ -795,24 +786,9 @@ bool reuse_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int 
     return staged_params(p, L, (32 / cfg.lw) * cfg.ph, cfg.lw * cfg.pw, cfg.ns, 1, N, H, W, P, Q, x, y, sp);
 }
 
-/* Whether the plan's fp16 tensor-core layouts use the pixel-pair gather (fp16 NCHW, stride_w 1; every layout of such a
- * plan does: staged pitches and chunk strides are multiples of 4 elements). */
-bool mma_pair_gather(const tsc_plan* p) {
-    return p->dtype == TSC_FLOAT16 && p->mma_pg && p->layout == TSC_NCHW && p->d.stride_w == 1;
-}
-
-/* Columns the plan's pair-gather tiles are shifted left by (0 or 1): with an odd pad_left the staged lead (aligned
- * copies: lead + pad_left a multiple of 4) is odd, which makes the columns kx of even kx*dilation odd positions (two
- * loads per word pair); one column of shift makes it even, at the cost of one more tile column where the width is a
- * multiple of the tile's. */
-int mma_pg_shift(const tsc_plan* p) {
-    return mma_pair_gather(p) && p->mma_pg_shift && (p->d.pad_left & 1) ? 1 : 0;
-}
-
 /* Bank-aware order of one (block group, chunk, group) union of positions for the tensor-core gather.
  * A k-step's B fragment is read by `loads` shared-memory loads (fp16: 4, TF32: 2); load q of lane (g, tg) reads
- * the word at delta[g] bytes past the n-tile's first pixel (g * stride_w * element size; pair gather: the lane's
- * pixel pair 2 g, 2 g + 1 of 16) of the position in slot
+ * pixel g (g * step bytes past the n-tile's first pixel, step = stride_w * element size) of the position in slot
  * kslot(q, tg) of the k-step, so each load reads 8 pixels of 4 positions. Taking positions in sorted order made
  * 1.6-1.7 wavefronts per load (Nsight Compute, round 12: 41% of the shared-memory wavefronts were bank
  * conflicts): here each load's 4 positions are picked greedily so that no two of them read different words of one
@@ -820,7 +796,7 @@ int mma_pg_shift(const tsc_plan* p) {
  * position index of every slot (k-step * ks + k), -2 - j for a padding slot that repeats position j of the same
  * load (the same words: a broadcast, no extra wavefront), -1 for a slot of an empty load. `sorted`: the layout
  * before round 12 (positions in sorted order, padding at element 0; A/B runs). */
-std::vector<int> mma_bank_order(const std::vector<int>& offs, const int (&delta)[8], bool f16, bool sorted) {
+std::vector<int> mma_bank_order(const std::vector<int>& offs, int step, bool f16, bool sorted) {
     const int ks = f16 ? 16 : 8, loads = f16 ? 4 : 2;
     const int n = (int)offs.size();
     const int nk = (n + ks - 1) / ks;
@@ -847,14 +823,14 @@ std::vector<int> mma_bank_order(const std::vector<int>& offs, const int (&delta)
                     ++scanned;
                     int c = 0;
                     for (int g = 0; g < 8; ++g) {
-                        const int wd = (offs[j] + delta[g]) >> 2, bw = bank_word[wd & 31];
+                        const int wd = (offs[j] + g * step) >> 2, bw = bank_word[wd & 31];
                         c += bw >= 0 && bw != wd;
                     }
                     if (c < best_c) { best = j; best_c = c; if (c == 0) break; }
                 }
                 used[best] = 1;
                 for (int g = 0; g < 8; ++g) {
-                    const int wd = (offs[best] + delta[g]) >> 2;
+                    const int wd = (offs[best] + g * step) >> 2;
                     if (bank_word[wd & 31] < 0) bank_word[wd & 31] = wd;
                 }
                 dst = best;
@@ -890,29 +866,15 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
     const int budget = cfg.sb * 1024;
     if (budget > kSmemBudget && budget + 16 > p->smem_optin) return TSC_OK; /* not available on this device */
     const int align = f16 && (cfg.tw >= 16 || p->mma_align8) ? 8 : 4;
-    const int ox_shift = f16 && cfg.nt % 2 == 0 && cfg.tw % 8 == 0 ? mma_pg_shift(p) : 0;
-    tsc_conv_desc ds = d; /* the geometry of tiles shifted ox_shift columns left: as if padded ox_shift more */
-    ds.pad_left += ox_shift;
-    if (!staged_geometry(ds, cfg.th, cfg.tw, es, cfg.cl, &sg, align, p->layout == TSC_NHWC, budget,
+    if (!staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg, align, p->layout == TSC_NHWC, budget,
                          budget > kSmemBudget ? 2 * kSmemMaxCC : kSmemMaxCC))
         return TSC_OK; /* not available */
     const int lead = sg.lead;
     const long long in_h = sg.in_h, pitch = sg.pitch, cstride = sg.cstride;
-    /* pixel-pair gather: fp16 NCHW, stride_w 1, every element stride even (so a position's parity is its column's) */
-    const bool pg = mma_pair_gather(p) && pitch % 2 == 0 && cstride % 2 == 0 && cfg.nt % 2 == 0 && cfg.tw % 8 == 0;
-    /* pair gather with an odd lead: the lanes' pair bases start one element early (the kernel rounds the lead down
-     * to even), so every position's offset is one element more */
-    const int pg_shift = pg ? (lead & 1) * es : 0;
-    out->pg = pg;
-    out->ox_shift = pg ? ox_shift : 0;
-    int delta[8]; /* byte offset of lane row g's first gathered word past the n-tile's (pair's) first pixel */
-    for (int g = 0; g < 8; ++g)
-        delta[g] = pg ? (int)((((2 * g) / cfg.tw) * d.stride_h * pitch + (2 * g) % cfg.tw) * es) : g * d.stride_w * es;
     const size_t red = (cfg.ws > 1 || cfg.cl > 1) ? (size_t)8 * cfg.nt * 4 * 32 * sizeof(float) : 0;
     /* shared memory of chunk size c: two input buffers of a multiple of 128 bytes each (TMA box destinations),
-     * 16 bytes of mbarriers past them (or past the split reduction buffer); the pair gather's odd loads read up to
-     * 2 bytes past a buffer's last element (4 bytes of slack: never the other buffer) */
-    auto buf_bytes = [&](int c) { return ((size_t)c * cstride * es + (pg ? 4 : 0) + 127) / 128 * 128; };
+     * 16 bytes of mbarriers past them (or past the split reduction buffer) */
+    auto buf_bytes = [&](int c) { return ((size_t)c * cstride * es + 127) / 128 * 128; };
     auto smem_bytes = [&](int c) { return (std::max<size_t>(2 * buf_bytes(c), red) + 15) / 16 * 16 + 16; };
     /* staged_geometry sized the chunk for the bare buffers: shrink it until the rounding and the mbarriers fit too
      * (round 10's first runs dropped every config whose buffers filled the budget, e.g. 8x8 tiles at stride 2) */
@@ -935,7 +897,7 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
     L.ok = L.smem <= (size_t)budget && (long long)cc * cstride * es < 65536; /* 16-bit offsets */
     if (budget > kSmemBudget && L.ok) { /* a larger budget is only worth a variant where it gives larger chunks */
         StagedGeom sg48;
-        L.ok = !staged_geometry(ds, cfg.th, cfg.tw, es, cfg.cl, &sg48, align, p->layout == TSC_NHWC) || sg48.cc < cc;
+        L.ok = !staged_geometry(d, cfg.th, cfg.tw, es, cfg.cl, &sg48, align, p->layout == TSC_NHWC) || sg48.cc < cc;
     }
     if (!build || !L.ok) return TSC_OK; /* geometry only */
     std::vector<uint32_t> afrag, koff;
@@ -973,34 +935,15 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
                     if (pbeg.empty() || V[pbeg.back()].first != idx) {
                         const int c = idx / RS, r = (idx % RS) / d.S, sc = idx % d.S;
                         poffs.push_back((int)(((long long)(c - ch * cc) * cstride + (long long)r * d.dilation_h * pitch +
-                                               (long long)sc * d.dilation_w) * es) + pg_shift);
+                                               (long long)sc * d.dilation_w) * es));
                         pbeg.push_back((int)t);
                     }
                     ++t;
                 }
                 pbeg.push_back((int)t);
                 cur[wg] = t;
-                std::vector<int> slot;
-                std::vector<char> kodd; /* pair gather: per k-step, 1 where its positions are odd elements */
-                if (!pg) {
-                    slot = mma_bank_order(poffs, delta, f16, p->mma_sorted);
-                } else { /* even positions' k-steps, then odd positions' (bank order on the words they load) */
-                    for (int par = 0; par < 2; ++par) {
-                        std::vector<int> idx, o;
-                        for (int i = 0; i < (int)poffs.size(); ++i)
-                            if (((poffs[i] >> 1) & 1) == par) {
-                                idx.push_back(i);
-                                o.push_back(poffs[i] - 2 * par);
-                            }
-                        if (idx.empty()) continue;
-                        const std::vector<int> sp = mma_bank_order(o, delta, true, p->mma_sorted);
-                        for (int v : sp) /* padding repeats a position of the same parity */
-                            slot.push_back(v >= 0 ? idx[v] : -2 - idx[v <= -2 ? -2 - v : 0]);
-                        kodd.insert(kodd.end(), sp.size() / KS, (char)par);
-                    }
-                }
+                const std::vector<int> slot = mma_bank_order(poffs, d.stride_w * es, f16, p->mma_sorted);
                 for (size_t k0 = 0; k0 < slot.size(); k0 += KS) { /* one k-step */
-                    const int odd = pg ? kodd[k0 / KS] : 0;
                     uint32_t wm[16][16]; /* [channel of the group][position of the k-step]: fp16 / TF32 bits */
                     int offs[16];
                     std::memset(wm, 0, sizeof(wm));
@@ -1030,8 +973,7 @@ tsc_status build_mma_layout(tsc_plan* p, const tsc_weights* w, int ci, MmaLayout
                     for (int q = 0; q < KWORDS; ++q) { /* fp16: positions (2q, 2q+1) / (2(q-4)+8, +9); TF32: (q, q+4) */
                         const int u0 = f16 ? (q < 4 ? 2 * q : 2 * (q - 4) + 8) : q;
                         const int u1 = f16 ? u0 + 1 : q + 4;
-                        /* pair gather, odd k-step: the words below and above each position, flag in bit 0 */
-                        koff.push_back((uint32_t)(offs[u0] - 2 * odd + odd) | ((uint32_t)(offs[u1] - 2 * odd) << 16));
+                        koff.push_back((uint32_t)offs[u0] | ((uint32_t)offs[u1] << 16));
                     }
                     ++nks;
                     if (nks >= (1LL << 24)) return fail(TSC_ERR_OVERFLOW, "tensor-core layout too large");
@@ -1062,12 +1004,11 @@ bool mma_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P,
     if (!M.s.ok || (p->dtype == TSC_FLOAT32 && !p->tf32)) return false; /* TF32 only where allowed */
     const tsc::MmaCfgInfo cfg = tsc::mma_cfg_info(v.cfg);
     if (cfg.cl > 1 && !p->clusters) return false;
-    if (!staged_params(p, M.s, cfg.th, cfg.tw, 1, cfg.cl, N, H, W, P, Q, x, y, &mp->s, false, M.ox_shift)) return false;
+    if (!staged_params(p, M.s, cfg.th, cfg.tw, 1, cfg.cl, N, H, W, P, Q, x, y, &mp->s)) return false;
     mp->afrag = M.afrag;
     mp->koff = M.koff;
     mp->kseg = M.s.seg;
     mp->cpb = 16 * cfg.wg;
-    mp->pg = M.pg ? 1 : 0;
     return true;
 }
 
@@ -1342,7 +1283,7 @@ bool encode_input_map(const tsc_plan* p, const tsc::SmemParams& sp, int TW, cons
     const long long es = p->dtype == TSC_FLOAT16 ? 2 : 4;
     if (!enc || !x || sp.nhwc || reinterpret_cast<uintptr_t>(x) % 16 != 0) return false; /* NCHW boxes only */
     if ((sp.W * es) % 16 != 0 || (sp.pitch * es) % 16 != 0) return false;
-    if (((long long)(sp.pad_left + sp.ox_shift + sp.lead) * es) % 16 != 0 || ((long long)TW * sp.sw * es) % 16 != 0) return false;
+    if (((long long)(sp.pad_left + sp.lead) * es) % 16 != 0 || ((long long)TW * sp.sw * es) % 16 != 0) return false;
     if (sp.pitch < 1 || sp.pitch > 256 || sp.in_h < 1 || sp.in_h > 256 || sp.cc < 1 || sp.cc > 256) return false;
     const cuuint64_t dims[4] = {(cuuint64_t)sp.W, (cuuint64_t)sp.H, (cuuint64_t)sp.C, (cuuint64_t)sp.N};
     const cuuint64_t strides[3] = {(cuuint64_t)(sp.W * es), (cuuint64_t)((long long)sp.H * sp.W * es),
@@ -1524,7 +1465,7 @@ std::string variant_name(const tsc_plan* plan, const Variant& v) {
                ",nt=" + std::to_string(c.nt) + ",split=" + std::to_string(c.ws) +
                (c.cl > 1 ? ",cluster=" + std::to_string(c.cl) : std::string()) +
                (c.sb != 48 ? ",stage=" + std::to_string(c.sb) + "k" : std::string()) +
-               (plan->dtype == TSC_FLOAT32 ? ",tf32" : "") + (mma_pair_gather(plan) ? (mma_pg_shift(plan) ? ",pg,shift" : ",pg") : "") + ")";
+               (plan->dtype == TSC_FLOAT32 ? ",tf32" : "") + ")";
     }
     const tsc::TileCfgInfo ci = tsc::tile_cfg_info(plan->geom, v.cfg);
     return "tile(kt=" + std::to_string(ci.kt) + ",px=" + std::to_string(ci.ph) + "x" + std::to_string(ci.pw) +
@@ -1616,8 +1557,6 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         p->mma = cc_major >= 8 && tsc::mma_supported();
         p->tma = p->clusters && tma_available(); /* see encode_input_map */
         p->mma_sorted = env_flag("TRT_SPARSE_MMA_SORTED");
-        p->mma_pg = env_flag("TRT_SPARSE_MMA_PG");
-        p->mma_pg_shift = env_flag("TRT_SPARSE_MMA_PG_SHIFT");
         p->mma_align8 = env_flag("TRT_SPARSE_MMA_ALIGN8");
         p->pair_stage = cc_major >= 8 && !env_flag("TRT_SPARSE_NO_PAIR_STAGE");
         p->h2 = !env_flag("TRT_SPARSE_NO_H2");
@@ -1905,7 +1844,7 @@ size_t tsc_plan_describe(const tsc_plan* plan, char* buf, size_t buf_len) {
                     " C=" + std::to_string(plan->d.C) + " R=" + std::to_string(plan->d.R) + " S=" +
                     std::to_string(plan->d.S) + " nnz=" + std::to_string(plan->nnz) +
                     " tile_geom=" + std::to_string(plan->geom) + " tma=" + (plan->tma ? "1" : "0") +
-                    " pairs=" + (plan->pair_stage ? "1" : "0") + " h2=" + (plan->h2 ? "1" : "0") + " mma_pg=" + (plan->mma_pg ? (plan->mma_pg_shift ? "shift" : "1") : "0") + " device_bytes=" + std::to_string(device_bytes(plan));
+                    " pairs=" + (plan->pair_stage ? "1" : "0") + " h2=" + (plan->h2 ? "1" : "0") + " device_bytes=" + std::to_string(device_bytes(plan));
     {
         std::lock_guard<std::mutex> lock(plan->mu);
         for (size_t i = 0; i < plan->tuned.size(); ++i) {

@@ -85,8 +85,6 @@ struct SmemParams {
     int N, C, H, W, K, P, Q;
     int sh, sw, pad_top, pad_left;
     int lead;               /* extra staged columns on the left so that vector copies are aligned */
-    int ox_shift;           /* tensor-core kernel: tiles start ox_shift (0 / 1) columns left of multiples of the tile
-                             * width (column -1 is computed, not stored) */
     int in_h, pitch, cstride, cc; /* staged rows, row pitch, channel stride (elements), channels per chunk */
     int tiles_h, tiles_w, groups;
     int ns;                 /* warps splitting one slot's nonzeros (1, 2, 4, 8) */
@@ -235,9 +233,6 @@ struct MmaParams {
                                * one zero k-step past the end */
     const int* kseg;          /* per (listed chunk, group of the block): first k-step; one more at the end */
     int cpb;                  /* output channels per block group (16 * WG) */
-    int pg;                   /* 1: pixel-pair gather (fp16, stride_w 1, even element strides): n-tiles 2m / 2m + 1
-                               * hold the even / odd pixels of 16, a lane gathers both with 32-bit loads; k-steps hold
-                               * positions of one element parity, odd ones flagged by bit 0 of offset word 0 */
 };
 /* fp16 I/O (m16n8k16) / fp32 I/O with TF32 math (m16n8k8); cfg = mma_cfg_info id. */
 cudaError_t launch_mma_f16(int cfg, const MmaParams& p, const TmaDesc* tmap, size_t smem, cudaStream_t s);
