@@ -44,8 +44,9 @@ def _time_us(fn, iters=20, trials=5):
 
 
 def family(name):
-    """Variant family of a variant name."""
-    return name.split("(")[0]
+    """Variant family of a variant name (the tensor-core phase-row configs are their own family, mma_phase)."""
+    base = name.split("(")[0]
+    return base + "_phase" if ",phase" in name else base
 
 
 def case_key(row):
