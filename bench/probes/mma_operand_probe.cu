@@ -418,6 +418,38 @@ static void emu_ldsm_x4_trans(const std::vector<uint16_t>& sm, const unsigned (&
         }
 }
 
+/* One emulated ldmatrix.x4.trans (.x2 where the pair has only n-tile 2 jp) of the ldmatrix modes (2, 3): lane rows at
+ * base + 16 (lane bit 4) + 32 jp + roff[ks][lrow] (checked: 16-byte aligned, inside sm), their shared-memory
+ * wavefronts counted, then the mma of each n-tile the load serves into acc[2 jp + h]. */
+static void emu_ldsm_ntile_pair(const std::vector<uint16_t>& sm, unsigned base, const std::vector<uint32_t>& roff,
+                                int ks, int jp, int nt, const uint32_t (&a)[32][4], float (*acc)[32][4],
+                                double& wf_sum, double& wf_n, const char* mode) {
+    unsigned addr[32];
+    for (int ln = 0; ln < 32; ++ln) {
+        const int lrow = ((ln >> 3) & 1) * 8 + (ln & 7);
+        addr[ln] = base + (unsigned)(((ln >> 4) & 1) * 16 + jp * 32) + roff[(size_t)ks * 16 + lrow];
+        if (addr[ln] % 16 != 0 || addr[ln] / 2 + 8 > sm.size()) {
+            std::printf("%s: bad ldmatrix row address %u\n", mode, addr[ln]);
+            std::exit(1);
+        }
+    }
+    const int nm = 2 * jp + 1 < nt ? 4 : 2; /* .x4, or .x2 for an odd last n-tile */
+    for (int jm = 0; jm < nm; ++jm) {
+        std::vector<unsigned> req;
+        for (int rr = 0; rr < 8; ++rr)
+            for (int bb = 0; bb < 16; bb += 4) req.push_back(addr[8 * jm + rr] + bb);
+        wf_sum += wavefronts(req);
+        ++wf_n;
+    }
+    uint32_t d[32][4];
+    emu_ldsm_x4_trans(sm, addr, d);
+    for (int h = 0; h < nm / 2; ++h) {
+        uint32_t b[32][2];
+        for (int ln = 0; ln < 32; ++ln) { b[ln][0] = d[ln][2 * h]; b[ln][1] = d[ln][2 * h + 1]; }
+        emu_mma(acc[2 * jp + h], a, b);
+    }
+}
+
 /* Append one k-step's m16n8k16 A fragments (rows = 16 channels, k = 16 positions of the k-step; fp16 bits in wm)
  * in lane order: per lane (g, t) the words (g, 2t..), (g + 8, 2t..), (g, 2t + 8..), (g + 8, 2t + 8..). */
 static void push_afrag(const uint32_t (&wm)[16][16], std::vector<uint32_t>& afrag) {
@@ -723,32 +755,9 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
                         uint32_t a[32][4];
                         for (int ln = 0; ln < 32; ++ln)
                             for (int r = 0; r < 4; ++r) a[ln][r] = afragC[((size_t)ks * 32 + ln) * 4 + r];
-                        for (int jp = 0; jp < (nt + 1) / 2; ++jp) {
-                            unsigned addr[32];
-                            for (int ln = 0; ln < 32; ++ln) {
-                                const int lrow = ((ln >> 3) & 1) * 8 + (ln & 7);
-                                addr[ln] = (unsigned)(row * PA2 * 2 + ((ln >> 4) & 1) * 16 + jp * 32) + roffC[(size_t)ks * 16 + lrow];
-                                if (addr[ln] % 16 != 0 || addr[ln] / 2 + 8 > smC.size()) {
-                                    std::printf("mode 2: bad ldmatrix row address %u\n", addr[ln]);
-                                    std::exit(1);
-                                }
-                            }
-                            const int nm = 2 * jp + 1 < nt ? 4 : 2; /* .x4, or .x2 for an odd last n-tile */
-                            for (int jm = 0; jm < nm; ++jm) {
-                                std::vector<unsigned> req;
-                                for (int rr = 0; rr < 8; ++rr)
-                                    for (int bb = 0; bb < 16; bb += 4) req.push_back(addr[8 * jm + rr] + bb);
-                                wf_sum += wavefronts(req);
-                                ++wf_n;
-                            }
-                            uint32_t d[32][4];
-                            emu_ldsm_x4_trans(smC, addr, d);
-                            for (int h = 0; h < nm / 2; ++h) {
-                                uint32_t b[32][2];
-                                for (int ln = 0; ln < 32; ++ln) { b[ln][0] = d[ln][2 * h]; b[ln][1] = d[ln][2 * h + 1]; }
-                                emu_mma(acc[2 * jp + h], a, b);
-                            }
-                        }
+                        for (int jp = 0; jp < (nt + 1) / 2; ++jp)
+                            emu_ldsm_ntile_pair(smC, (unsigned)(row * PA2 * 2), roffC, ks, jp, nt, a, acc, wf_sum, wf_n,
+                                                "mode 2");
                     }
                     for (int j = 0; j < nt; ++j) /* as family_add */
                         for (int ln = 0; ln < 32; ++ln)
@@ -787,31 +796,9 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
                     uint32_t a[32][4];
                     for (int ln = 0; ln < 32; ++ln)
                         for (int r = 0; r < 4; ++r) a[ln][r] = afragD[((size_t)ks * 32 + ln) * 4 + r];
-                    for (int jp = 0; jp < 2; ++jp) {
-                        unsigned addr[32];
-                        for (int ln = 0; ln < 32; ++ln) {
-                            const int lrow = ((ln >> 3) & 1) * 8 + (ln & 7);
-                            addr[ln] = (unsigned)(row * RSD * 2 + ((ln >> 4) & 1) * 16 + jp * 32) + roffD[(size_t)ks * 16 + lrow];
-                            if (addr[ln] % 16 != 0 || addr[ln] / 2 + 8 > smD.size()) {
-                                std::printf("mode 3: bad ldmatrix row address %u\n", addr[ln]);
-                                std::exit(1);
-                            }
-                        }
-                        for (int jm = 0; jm < 4; ++jm) {
-                            std::vector<unsigned> req;
-                            for (int rr = 0; rr < 8; ++rr)
-                                for (int bb = 0; bb < 16; bb += 4) req.push_back(addr[8 * jm + rr] + bb);
-                            wf_sum += wavefronts(req);
-                            ++wf_n;
-                        }
-                        uint32_t d[32][4];
-                        emu_ldsm_x4_trans(smD, addr, d);
-                        for (int h = 0; h < 2; ++h) {
-                            uint32_t b[32][2];
-                            for (int ln = 0; ln < 32; ++ln) { b[ln][0] = d[ln][2 * h]; b[ln][1] = d[ln][2 * h + 1]; }
-                            emu_mma(acc[2 * jp + h], a, b);
-                        }
-                    }
+                    for (int jp = 0; jp < 2; ++jp)
+                        emu_ldsm_ntile_pair(smD, (unsigned)(row * RSD * 2), roffD, ks, jp, 4, a, acc, wf_sum, wf_n,
+                                            "mode 3");
                 }
                 for (int p = 0; p < 4; ++p) /* as probe_d's epilogue */
                     for (int ln = 0; ln < 32; ++ln)
