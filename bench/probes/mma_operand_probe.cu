@@ -418,6 +418,17 @@ static void emu_ldsm_x4_trans(const std::vector<uint16_t>& sm, const unsigned (&
         }
 }
 
+/* ||out - ref / scale|| / ||ref / scale|| (a non-finite output counts as a huge error). */
+static double rel_err(const std::vector<float>& out, const std::vector<double>& ref, double scale) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+        const double d = std::isfinite(out[i]) ? out[i] - ref[i] / scale : 1e30;
+        num += d * d;
+        den += ref[i] / scale * ref[i] / scale;
+    }
+    return std::sqrt(num / std::max(den, 1e-30));
+}
+
 /* One emulated ldmatrix.x4.trans (.x2 where the pair has only n-tile 2 jp) of the ldmatrix modes (2, 3): lane rows at
  * base + 16 (lane bit 4) + 32 jp + roff[ks][lrow] (checked: 16-byte aligned, inside sm), their shared-memory
  * wavefronts counted, then the mma of each n-tile the load serves into acc[2 jp + h]. */
@@ -770,13 +781,7 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
                     for (int xx = 0; xx < TW2; ++xx)
                         outC[((size_t)(grp * 16 + ch) * TH2 + row) * TW2 + xx] = comb[(size_t)ch * CW2 + xx + 2];
             }
-            double num = 0, den = 0;
-            for (size_t i = 0; i < outC.size(); ++i) {
-                const double d = std::isfinite(outC[i]) ? outC[i] - ref2[i] / reps : 1e30;
-                num += d * d;
-                den += ref2[i] / reps * ref2[i] / reps;
-            }
-            res.err_c = std::sqrt(num / std::max(den, 1e-30));
+            res.err_c = rel_err(outC, ref2, reps);
             res.wf_c = wf_sum / std::max(wf_n, 1.0);
         }
         { /* mode 3: phase rows, mode 0's union k-steps, ldmatrix B fragments, accumulators = outputs */
@@ -807,25 +812,11 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
                             outD[((size_t)(grp * 16 + ch) * TH2 + row) * TW2 + p + MD * n] = acc[p][ln][r];
                         }
             }
-            double num = 0, den = 0;
-            for (size_t i = 0; i < outD.size(); ++i) {
-                const double d = std::isfinite(outD[i]) ? outD[i] - ref2[i] / reps : 1e30;
-                num += d * d;
-                den += ref2[i] / reps * ref2[i] / reps;
-            }
-            res.err_d = std::sqrt(num / std::max(den, 1e-30));
+            res.err_d = rel_err(outD, ref2, reps);
             res.wf_d = wf_sum / std::max(wf_n, 1.0);
         }
-        for (int mode = 0; mode < 2; ++mode) {
-            const std::vector<float>& o = mode ? outB : outA;
-            double num = 0, den = 0;
-            for (size_t i = 0; i < o.size(); ++i) {
-                const double d = std::isfinite(o[i]) ? o[i] - ref[i] / reps : 1e30;
-                num += d * d;
-                den += ref[i] / reps * ref[i] / reps;
-            }
-            (mode ? res.err_b : res.err_a) = std::sqrt(num / std::max(den, 1e-30));
-        }
+        res.err_a = rel_err(outA, ref, reps);
+        res.err_b = rel_err(outB, ref, reps);
         res.wf_a = wf_sum[0] / std::max(wf_n[0], 1.0);
         res.wf_b = wf_sum[1] / std::max(wf_n[1], 1.0);
         return res;
@@ -902,14 +893,7 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
         }
         std::sort(times.begin(), times.end());
         CK(cudaMemcpy(out.data(), dout, out.size() * 4, cudaMemcpyDeviceToHost));
-        const std::vector<double>& rf = kind >= 2 ? ref2 : ref; /* both K x 64 outputs */
-        double num = 0, den = 0;
-        for (size_t i = 0; i < out.size(); ++i) {
-            const double d = std::isfinite(out[i]) ? out[i] - rf[i] : 1e30;
-            num += d * d;
-            den += rf[i] * rf[i];
-        }
-        const double err = std::sqrt(num / std::max(den, 1e-30));
+        const double err = rel_err(out, kind >= 2 ? ref2 : ref, 1.0); /* both K x 64 outputs */
         const double tf = flop / (times[times.size() / 2] * 1e-3) / 1e12;
         double& tf_slot = kind == 0 ? (restage ? res.tfs_a : res.tflops_a)
                         : kind == 1 ? (restage ? res.tfs_b : res.tflops_b)
