@@ -195,8 +195,8 @@ __global__ void __launch_bounds__(256) probe_b(const __half* __restrict__ x, con
 }
 
 /* modes 2 and 3, one k-step list (mode 2: one family's): NT n-tiles of one output row; the B fragments of n-tiles
- * 2 jp, 2 jp + 1 come from one ldmatrix.x4.trans (lanes 0-7 / 8-15: positions 0-7 / 8-15 of n-tile 2 jp, lanes 16-31 the same of 2 jp + 1),
- * an odd last n-tile from an .x2. */
+ * 2 jp, 2 jp + 1 come from one ldmatrix.x4.trans (lanes 0-7 / 8-15: positions 0-7 / 8-15 of n-tile 2 jp, lanes
+ * 16-31 the same of 2 jp + 1), an odd last n-tile from an .x2. */
 template <int NT>
 __device__ __forceinline__ void family_ksteps(float (&acc)[NT][4], const uint4* __restrict__ afrag,
                                               const unsigned* __restrict__ roff, int k0, int k1, unsigned base,
