@@ -1,7 +1,7 @@
 """A/B of a plan-creation environment switch in one process (e.g. TRT_SPARSE_NO_TMA=1: TMA vs cp.async staging).
 
     python3 bench/env_ab.py --env TRT_SPARSE_NO_TMA=1 [--layers bench/layers.json] [--only NAME ...]
-        [--sparsity 0.9] [--dtype fp32 fp16] [--batch 1 8] [--family smem] [--top 3] [--pattern vector:16]
+        [--sparsity 0.9] [--dtype fp32 fp16] [--batch 1 8] [--family smem [mma_phase ..]] [--top 3] [--pattern vector:16]
         [--json OUT.json]
 
 Per case, two plans of the same seeded weights are created: A without the variable, B with it. Every variant of
@@ -38,9 +38,9 @@ def _plan(sw, lay, dtype, env_name, env_value):
             os.environ[env_name] = old
 
 
-def _family_timed(plan, lay, batch, family_name, x, y):
-    """{name: index} of the plan's variants of the family, and [(first time, name)] sorted (fastest first)."""
-    idx = {n: i for i, n in enumerate(plan.variants(batch, lay["H"], lay["W"])) if family(n) == family_name}
+def _family_timed(plan, lay, batch, families, x, y):
+    """{name: index} of the plan's variants of the families, and [(first time, name)] sorted (fastest first)."""
+    idx = {n: i for i, n in enumerate(plan.variants(batch, lay["H"], lay["W"])) if family(n) in families}
     return idx, sorted((_time_us(lambda: plan.enqueue_variant(i, x, y)), n) for n, i in idx.items())
 
 
@@ -52,7 +52,8 @@ def main():
     ap.add_argument("--sparsity", type=float, nargs="+", default=[0.9])
     ap.add_argument("--dtype", nargs="+", default=["fp32", "fp16"])
     ap.add_argument("--batch", type=int, nargs="+", default=[1])
-    ap.add_argument("--family", default="smem")
+    ap.add_argument("--family", nargs="+", default=["smem"],
+                    help="variant families timed (bench/variant_times.py's family(): e.g. mma mma_phase)")
     ap.add_argument("--top", type=int, default=3)
     ap.add_argument("--pattern", default="unstructured", help="unstructured or vector:V (prune --pattern)")
     ap.add_argument("--json")
