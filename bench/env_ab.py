@@ -69,6 +69,14 @@ def main():
         y = torch.empty(pa.output_shape(tuple(x.shape)), device="cuda", dtype=tdt)
         # variants by name per plan: a switch may change the candidate list (e.g. leave configs out), so
         # indices differ between the plans; a variant is timed only on the plan(s) that have it
+        # a switch that adds or removes candidates only outside the timed families cannot show in this A/B (round 19's
+        # phase-row A/B timed `--family mma` while the switch removed `mma_phase` variants): say so per case
+        names_a = set(pa.variants(batch, lay["H"], lay["W"]))
+        names_b = set(pb.variants(batch, lay["H"], lay["W"]))
+        untimed = sorted(n for n in names_a ^ names_b if family(n) not in a.family)
+        if untimed:
+            print("WARNING {} N={}: the switch changes {} candidate(s) outside --family {} (e.g. {}): add their "
+                  "family".format(lay["name"], batch, len(untimed), " ".join(a.family), untimed[0]), flush=True)
         idx_a, first_a = _family_timed(pa, lay, batch, a.family, x, y)
         idx_b, first_b = _family_timed(pb, lay, batch, a.family, x, y)
         if not idx_a or not idx_b:
@@ -86,7 +94,8 @@ def main():
         best_a, best_b = min(ta.values()), min(tb.values())
         row = {"layer": lay["name"], "batch": batch, "dtype": dtype, "sparsity": sp, "pattern": a.pattern,
                "a_us": ta, "b_us": tb, "best_a_us": best_a, "best_b_us": best_b,
-               "b_over_a": best_b / best_a, "describe_a": pa.describe(), "describe_b": pb.describe()}
+               "b_over_a": best_b / best_a, "describe_a": pa.describe(), "describe_b": pb.describe(),
+               "untimed_changed_candidates": untimed}
         rows.append(row)
         print("{:28s} N={} {} {:.2f}: A {:8.2f} us  B {:8.2f} us  B/A x{:.3f}  ({})".format(
             lay["name"], batch, dtype, sp, best_a, best_b, best_b / best_a,
