@@ -61,3 +61,22 @@ def test_useful_fmas_counts_the_seeded_nonzeros_times_output_pixels():
     nnz = int(np.count_nonzero(w[~drop]))
     p, q = (11 + 2 - 3) // 2 + 1, (9 + 2 - 3) // 2 + 1
     assert split.useful_fmas(lay, 0.8, 3) == nnz * 3 * p * q
+
+
+def test_mma_operand_probe_layouts_emulate(tmp_path):
+    """bench/probes/mma_operand_probe.cu --emulate runs one block of every operand mode (A-E) on the CPU: each
+    layout's fragments must reproduce the float64 reference (the binary exits 1 above 2e-3 relative error) and every
+    emulated ldmatrix row address must be 16-byte aligned and inside the staged tile (it exits 1 otherwise)."""
+    import shutil
+    import subprocess
+    nvcc = shutil.which("nvcc")
+    if not nvcc:
+        pytest.skip("nvcc not found: the probe is CUDA C++ (its --emulate mode runs on the CPU)")
+    exe = str(tmp_path / "mma_probe")
+    build = subprocess.run([nvcc, "-O1", "-std=c++17", "-arch=sm_90", os.path.join(ROOT, "bench", "probes",
+                            "mma_operand_probe.cu"), "-o", exe], capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stderr[-2000:]
+    run = subprocess.run([exe, "--emulate"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    rows = [l for l in run.stdout.splitlines() if "emulated" in l]
+    assert len(rows) == 5 and all(" E: " in l for l in rows), run.stdout

@@ -23,6 +23,11 @@
  *          repeat phases 0, 1 one element on: 1.5x the elements of the row), so tap s of n-tile p reads phase row
  *          p + s, 16-byte aligned for every (p, s): one ldmatrix.x4.trans per two n-tiles, no family split, no extra
  *          HMMA, no shifted sums (the accumulators are the outputs, pixel p + M n).
+ *   mode 4 "swap on phase rows" (round 20): mode 1's operand order (B = weights over the union of only 8 channels,
+ *          A = 16 pixels x 16 positions by one ldmatrix.x4.trans per m-tile) on mode 3's phase-row staging (an m-tile
+ *          is n-tiles p, p + 1 of one row: the 8 pixels of a phase are one 16-byte row for every position), so no
+ *          column-shifted copies: fewer mma than mode 3 (8-channel unions: 57% / 34% of the positions at 90 / 95%
+ *          instead of 81% / 56%) for one ldmatrix per mma instead of one per two.
  * Each mode also runs with the tile re-staged from global memory (L2-resident) every repetition, which adds
  * the staging cost (mode 1 stages 3 column-shifted copies: 1.65x the elements; mode 2 a 4 x 34 tile per 64
  * outputs instead of 10 x 10).
@@ -318,6 +323,58 @@ __global__ void __launch_bounds__(256) probe_d(const __half* __restrict__ x, con
         }
 }
 
+/* mode 4: warp w owns channel group w (8 channels, B = weights over their union) and the tile's 4 m-tiles (m-tile mt =
+ * n-tiles 2 (mt % 2), + 1 of output row mt / 2); A fragments by ldmatrix.x4.trans from mode 3's phase rows (lanes
+ * 8j .. 8j + 7: positions 8 (j >> 1) .. + 7 of n-tile j & 1 of the m-tile). */
+__global__ void __launch_bounds__(256) probe_e(const __half* __restrict__ x, const uint2* __restrict__ bfrag,
+                                               const unsigned* __restrict__ roff, const int* __restrict__ kseg,
+                                               int reps, int restage, float* __restrict__ out) {
+    __shared__ __align__(16) __half tile[CC * CSD];
+    auto stage = [&]() { /* as probe_d */
+        for (int i = threadIdx.x; i < CC * CSD; i += 256) {
+            const int c = i / CSD, y = (i % CSD) / RSD, q = (i % CSD % RSD) / 8, u = q + MD * (i % 8);
+            tile[i] = y < IH2 && u < IW2 ? x[(c * IH2 + y) * IW2 + u] : __float2half(0.0f);
+        }
+        __syncthreads();
+    };
+    stage();
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    const int grp = warp;
+    const int lrow = ((lane >> 4) << 3) + (lane & 7); /* the lane's position of the k-step */
+    const unsigned base = (unsigned)__cvta_generic_to_shared(tile) + (unsigned)(((lane >> 3) & 1) * 16);
+    float acc[4][4] = {};
+    const int k0 = kseg[grp], k1 = kseg[grp + 1];
+    for (int rep = 0; rep < reps; ++rep) {
+        if (restage && rep > 0) {
+            __syncthreads();
+            stage();
+        }
+        uint2 b = __ldg(bfrag + (long long)k0 * 32 + lane);
+        unsigned o = __ldg(roff + k0 * 16 + lrow);
+#pragma unroll 2
+        for (int ks = k0; ks < k1; ++ks) {
+            const uint2 cb = b;
+            const unsigned co = base + o;
+            b = __ldg(bfrag + (long long)(ks + 1) * 32 + lane);
+            o = __ldg(roff + (ks + 1) * 16 + lrow);
+#pragma unroll
+            for (int mt = 0; mt < 4; ++mt) { /* row mt / 2, phases 2 (mt % 2), + 1 */
+                unsigned a0, a1, a2, a3;
+                ldsm_x4_trans(co + (unsigned)((mt >> 1) * RSD * 2 + (mt & 1) * 32), a0, a1, a2, a3);
+                mma16816(acc[mt], a0, a1, a2, a3, cb.x, cb.y);
+            }
+        }
+    }
+    if (blockIdx.x != 0) return;
+    /* C fragment: rows = pixels m (n-tile 2 (mt % 2) + m / 8, element m % 8), columns = channels 2 tig, 2 tig + 1 */
+    for (int mt = 0; mt < 4; ++mt)
+        for (int r = 0; r < 4; ++r) {
+            const int m = gid + ((r & 2) ? 8 : 0), k = grp * 8 + 2 * tig + (r & 1);
+            const int p = 2 * (mt & 1) + (m >> 3), xx = p + MD * (m & 7);
+            out[((size_t)k * TH2 + (mt >> 1)) * TW2 + xx] = acc[mt][r];
+        }
+}
+
 static uint16_t f2h(float v) {
     __half h = __float2half(v);
     uint16_t u;
@@ -519,6 +576,8 @@ struct Result {
     long long ks_c;
     double tflops_d, tfs_d, err_d, wf_d; /* mode 3 (phase rows) */
     long long ks_d;
+    double tflops_e, tfs_e, err_e, wf_e; /* mode 4 (swap on phase rows) */
+    long long ks_e;
 };
 
 static Result run(double sparsity, int reps, int blocks, unsigned seed) {
@@ -670,6 +729,37 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
     afragD.resize(afragD.size() + 128, 0u);
     roffD.resize(roffD.size() + 16, 0u);
     res.ks_d = ksegD.back();
+    /* ---- mode 4 layout: mode 1's 8-channel unions and B fragments, row offsets of mode 3's phase rows (n-tile 0 of
+     * row 0) ---- */
+    std::vector<uint32_t> bfragE, roffE;
+    std::vector<int> ksegE(1, 0);
+    for (int g = 0; g < K / 8; ++g) {
+        const std::vector<int> pos = group_union(w, g, 8);
+        std::vector<int> offs;
+        for (int p : pos) offs.push_back(((p / 9) * CSD + ((p % 9) / 3) * RSD + (p % 3) * 8) * 2);
+        std::vector<int> foot;
+        for (int b = 0; b < 16; b += 4) foot.push_back(b);
+        std::vector<int> ord = bank_groups(offs, 8, foot, 16);
+        for (size_t k0 = 0; k0 < ord.size(); k0 += 16) {
+            uint32_t wm[16][8] = {}; /* [position of the k-step][channel of the group] */
+            for (int u = 0; u < 16; ++u) {
+                const int pi = ord[k0 + u];
+                const int pad = ord[k0 + (u & 8)] >= 0 ? ord[k0 + (u & 8)] : ord[k0];
+                roffE.push_back((uint32_t)offs[pi >= 0 ? pi : pad]);
+                if (pi >= 0)
+                    for (int i = 0; i < 8; ++i) wm[u][i] = f2h(w[(size_t)(g * 8 + i) * CC * 9 + pos[pi]]);
+            }
+            for (int lane = 0; lane < 32; ++lane) { /* as mode 1 */
+                const int gr = lane >> 2, tg = lane & 3;
+                bfragE.push_back(wm[2 * tg][gr] | (wm[2 * tg + 1][gr] << 16));
+                bfragE.push_back(wm[2 * tg + 8][gr] | (wm[2 * tg + 9][gr] << 16));
+            }
+        }
+        ksegE.push_back(ksegE.back() + (int)(ord.size() / 16));
+    }
+    bfragE.resize(bfragE.size() + 64, 0u);
+    roffE.resize(roffE.size() + 16, 0u);
+    res.ks_e = ksegE.back();
     if (g_emulate) { /* block 0, one repetition, on the CPU */
         std::vector<uint16_t> xu(xh.size());
         std::memcpy(xu.data(), xh.data(), xh.size() * 2);
@@ -815,6 +905,55 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
             res.err_d = rel_err(outD, ref2, reps);
             res.wf_d = wf_sum / std::max(wf_n, 1.0);
         }
+        { /* mode 4: mode 1's operand order on mode 3's phase rows */
+            std::vector<uint16_t> x2u(x2h.size());
+            std::memcpy(x2u.data(), x2h.data(), x2h.size() * 2);
+            std::vector<uint16_t> smE((size_t)CC * CSD, 0);
+            for (int i = 0; i < CC * CSD; ++i) {
+                const int c = i / CSD, y = (i % CSD) / RSD, q = (i % CSD % RSD) / 8, u = q + MD * (i % 8);
+                smE[i] = y < IH2 && u < IW2 ? x2u[(c * IH2 + y) * IW2 + u] : 0;
+            }
+            std::vector<float> outE((size_t)K * TH2 * TW2, NAN);
+            double wf_sum = 0, wf_n = 0;
+            for (int warp = 0; warp < 8; ++warp) {
+                float acc[4][32][4] = {};
+                const int grp = warp;
+                for (int ks = ksegE[grp]; ks < ksegE[grp + 1]; ++ks)
+                    for (int mt = 0; mt < 4; ++mt) {
+                        uint32_t a[32][4], b[32][2];
+                        unsigned addr[32];
+                        for (int ln = 0; ln < 32; ++ln) {
+                            const int lrow = ((ln >> 4) << 3) + (ln & 7);
+                            addr[ln] = roffB_at(roffE, ks, lrow) +
+                                       (unsigned)(((ln >> 3) & 1) * 16 + (mt >> 1) * RSD * 2 + (mt & 1) * 32);
+                            if (addr[ln] % 16 != 0 || addr[ln] / 2 + 8 > smE.size()) {
+                                std::printf("mode 4: bad ldmatrix row address %u\n", addr[ln]);
+                                std::exit(1);
+                            }
+                            b[ln][0] = bfragE[((size_t)ks * 32 + ln) * 2];
+                            b[ln][1] = bfragE[((size_t)ks * 32 + ln) * 2 + 1];
+                        }
+                        for (int jm = 0; jm < 4; ++jm) {
+                            std::vector<unsigned> req;
+                            for (int rr = 0; rr < 8; ++rr)
+                                for (int bb = 0; bb < 16; bb += 4) req.push_back(addr[8 * jm + rr] + bb);
+                            wf_sum += wavefronts(req);
+                            ++wf_n;
+                        }
+                        emu_ldsm_x4_trans(smE, addr, a);
+                        emu_mma(acc[mt], a, b);
+                    }
+                for (int mt = 0; mt < 4; ++mt) /* as probe_e's epilogue */
+                    for (int ln = 0; ln < 32; ++ln)
+                        for (int r = 0; r < 4; ++r) {
+                            const int m = (ln >> 2) + ((r & 2) ? 8 : 0), k = grp * 8 + 2 * (ln & 3) + (r & 1);
+                            const int pp = 2 * (mt & 1) + (m >> 3), xx = pp + MD * (m & 7);
+                            outE[((size_t)k * TH2 + (mt >> 1)) * TW2 + xx] = acc[mt][ln][r];
+                        }
+            }
+            res.err_e = rel_err(outE, ref2, reps);
+            res.wf_e = wf_sum / std::max(wf_n, 1.0);
+        }
         res.err_a = rel_err(outA, ref, reps);
         res.err_b = rel_err(outB, ref, reps);
         res.wf_a = wf_sum[0] / std::max(wf_n[0], 1.0);
@@ -864,18 +1003,29 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
     CK(cudaMemcpy(dD, afragD.data(), afragD.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dRD, roffD.data(), roffD.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dSD, ksegD.data(), ksegD.size() * 4, cudaMemcpyHostToDevice));
+    uint2* dE;
+    unsigned* dRE;
+    int* dSE;
+    CK(cudaMalloc(&dE, bfragE.size() * 4));
+    CK(cudaMalloc(&dRE, roffE.size() * 4));
+    CK(cudaMalloc(&dSE, ksegE.size() * 4));
+    CK(cudaMemcpy(dE, bfragE.data(), bfragE.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dRE, roffE.data(), roffE.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dSE, ksegE.data(), ksegE.size() * 4, cudaMemcpyHostToDevice));
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
     std::vector<float> out((size_t)K * 64);
     const double flop = 2.0 * (double)nnz * 64 * reps * blocks;
-    for (int mode = 0; mode < 8; ++mode) { /* kind mode % 4 (A, B, column families, phase rows); mode / 4: re-staged */
-        const int kind = mode % 4, restage = mode / 4;
+    for (int mode = 0; mode < 10; ++mode) { /* kind mode % 5 (A, B, column families, phase rows, swap on phase rows);
+                                              * mode / 5: re-staged */
+        const int kind = mode % 5, restage = mode / 5;
         auto launch = [&]() {
             if (kind == 0) probe_a<<<blocks, 256>>>(dx, dA, dKA, dSA, reps, restage, dout);
             else if (kind == 1) probe_b<<<blocks, 256>>>(dx, dB, dRB, dSB, reps, restage, dout);
             else if (kind == 2) probe_c<<<blocks, 256>>>(dx2, dC, dRC, dSC, reps, restage, dout);
-            else probe_d<<<blocks, 256>>>(dx2, dD, dRD, dSD, reps, restage, dout);
+            else if (kind == 3) probe_d<<<blocks, 256>>>(dx2, dD, dRD, dSD, reps, restage, dout);
+            else probe_e<<<blocks, 256>>>(dx2, dE, dRE, dSE, reps, restage, dout);
         };
         CK(cudaMemset(dout, 0xff, (size_t)K * 64 * 4)); /* poisoned: NaN where nothing is written */
         launch();
@@ -897,14 +1047,17 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
         const double tf = flop / (times[times.size() / 2] * 1e-3) / 1e12;
         double& tf_slot = kind == 0 ? (restage ? res.tfs_a : res.tflops_a)
                         : kind == 1 ? (restage ? res.tfs_b : res.tflops_b)
-                        : kind == 2 ? (restage ? res.tfs_c : res.tflops_c) : (restage ? res.tfs_d : res.tflops_d);
-        double& err_slot = kind == 0 ? res.err_a : kind == 1 ? res.err_b : kind == 2 ? res.err_c : res.err_d;
+                        : kind == 2 ? (restage ? res.tfs_c : res.tflops_c)
+                        : kind == 3 ? (restage ? res.tfs_d : res.tflops_d) : (restage ? res.tfs_e : res.tflops_e);
+        double& err_slot = kind == 0 ? res.err_a : kind == 1 ? res.err_b : kind == 2 ? res.err_c
+                         : kind == 3 ? res.err_d : res.err_e;
         tf_slot = tf;
         err_slot = restage ? std::max(err_slot, err) : err;
     }
     cudaFree(dx); cudaFree(dA); cudaFree(dB); cudaFree(dKA); cudaFree(dRB); cudaFree(dSA); cudaFree(dSB);
     cudaFree(dx2); cudaFree(dC); cudaFree(dRC); cudaFree(dSC);
     cudaFree(dD); cudaFree(dRD); cudaFree(dSD);
+    cudaFree(dE); cudaFree(dRE); cudaFree(dSE);
     cudaFree(dout);
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
@@ -925,24 +1078,27 @@ int main(int argc, char** argv) {
     const int blocks = sms * 8, reps = 64;
     std::vector<Result> rs;
     std::printf("sparsity union16 union8 ksteps_A ksteps_B ksteps_C  A=weights TFLOP/s (err)  B=weights TFLOP/s (err)  "
-                "B/A  | C=column families | D=phase rows\n");
+                "B/A  | C=column families | D=phase rows | E=swap on phase rows\n");
     int bad = 0;
     for (double sp : {0.5, 0.8, 0.9, 0.95, 0.98}) {
         Result r = run(sp, reps, blocks, 1234u + (unsigned)(sp * 1000));
         rs.push_back(r);
-        bad += !(r.err_a < 2e-3 && r.err_b < 2e-3 && r.err_c < 2e-3 && r.err_d < 2e-3);
+        bad += !(r.err_a < 2e-3 && r.err_b < 2e-3 && r.err_c < 2e-3 && r.err_d < 2e-3 && r.err_e < 2e-3);
         if (g_emulate)
             std::printf("%7.2f %7.3f %6.3f %8lld %8lld %8lld  emulated (%.1e), %.2f wavefronts / LDS   emulated (%.1e), "
                         "%.2f wavefronts / matrix  | emulated (%.1e), %.2f wavefronts / matrix | D: %lld k-steps, emulated "
-                        "(%.1e), %.2f wavefronts / matrix\n", r.sparsity, r.union16, r.union8, r.ks_a, r.ks_b, r.ks_c,
-                        r.err_a, r.wf_a, r.err_b, r.wf_b, r.err_c, r.wf_c, r.ks_d, r.err_d, r.wf_d);
+                        "(%.1e), %.2f wavefronts / matrix | E: %lld k-steps, emulated (%.1e), %.2f wavefronts / matrix\n",
+                        r.sparsity, r.union16, r.union8, r.ks_a, r.ks_b, r.ks_c, r.err_a, r.wf_a, r.err_b, r.wf_b, r.err_c,
+                        r.wf_c, r.ks_d, r.err_d, r.wf_d, r.ks_e, r.err_e, r.wf_e);
         else
             std::printf("%7.2f %7.3f %6.3f %8lld %8lld %8lld  %10.2f (%.1e)  %18.2f (%.1e)  %.2fx   restaged: A %.2f, B %.2f, "
                         "%.2fx  | C %.2f (%.1e) %.2fx of A, restaged %.2f %.2fx of A | D %.2f (%.1e) %.2fx of A, restaged "
-                        "%.2f %.2fx of A\n", r.sparsity, r.union16, r.union8,
+                        "%.2f %.2fx of A | E %.2f (%.1e) %.2fx of A, %.2fx of D, restaged %.2f %.2fx of D\n",
+                        r.sparsity, r.union16, r.union8,
                         r.ks_a, r.ks_b, r.ks_c, r.tflops_a, r.err_a, r.tflops_b, r.err_b, r.tflops_b / r.tflops_a, r.tfs_a,
                         r.tfs_b, r.tfs_b / r.tfs_a, r.tflops_c, r.err_c, r.tflops_c / r.tflops_a, r.tfs_c,
-                        r.tfs_c / r.tfs_a, r.tflops_d, r.err_d, r.tflops_d / r.tflops_a, r.tfs_d, r.tfs_d / r.tfs_a);
+                        r.tfs_c / r.tfs_a, r.tflops_d, r.err_d, r.tflops_d / r.tflops_a, r.tfs_d, r.tfs_d / r.tfs_a,
+                        r.tflops_e, r.err_e, r.tflops_e / r.tflops_a, r.tflops_e / r.tflops_d, r.tfs_e, r.tfs_e / r.tfs_d);
     }
     if (json) {
         FILE* f = std::fopen(json, "w");
@@ -953,11 +1109,12 @@ int main(int argc, char** argv) {
                                 "\"ksteps_b\": %lld, \"tflops_a\": %.3f, \"tflops_b\": %.3f, \"tflops_restaged_a\": %.3f, "
                                 "\"tflops_restaged_b\": %.3f, \"err_a\": %.2e, \"err_b\": %.2e, \"ksteps_c\": %lld, "
                                 "\"tflops_c\": %.3f, \"tflops_restaged_c\": %.3f, \"err_c\": %.2e, \"ksteps_d\": %lld, "
-                                "\"tflops_d\": %.3f, \"tflops_restaged_d\": %.3f, \"err_d\": %.2e}",
+                                "\"tflops_d\": %.3f, \"tflops_restaged_d\": %.3f, \"err_d\": %.2e, \"ksteps_e\": %lld, "
+                                "\"tflops_e\": %.3f, \"tflops_restaged_e\": %.3f, \"err_e\": %.2e}",
                              i ? ", " : "", rs[i].sparsity, rs[i].union16, rs[i].union8, rs[i].ks_a, rs[i].ks_b,
                              rs[i].tflops_a, rs[i].tflops_b, rs[i].tfs_a, rs[i].tfs_b, rs[i].err_a, rs[i].err_b,
                              rs[i].ks_c, rs[i].tflops_c, rs[i].tfs_c, rs[i].err_c, rs[i].ks_d, rs[i].tflops_d,
-                             rs[i].tfs_d, rs[i].err_d);
+                             rs[i].tfs_d, rs[i].err_d, rs[i].ks_e, rs[i].tflops_e, rs[i].tfs_e, rs[i].err_e);
             std::fprintf(f, "]}\n");
             std::fclose(f);
         }
