@@ -148,6 +148,29 @@ __global__ void __launch_bounds__(256) probe_a(const __half* __restrict__ x, con
         }
 }
 
+/* modes 1 and 4, the k-steps of one 8-channel group: per k-step the weights' B fragment (8 bytes per lane) and the
+ * lane's row offset, loaded one k-step ahead, then per m-tile mt one ldmatrix.x4.trans at base + offset + mto[mt]
+ * (the A fragment: 16 pixels x 16 positions) and one mma. */
+__device__ __forceinline__ void swap_ksteps(float (&acc)[4][4], const uint2* __restrict__ bfrag,
+                                            const unsigned* __restrict__ roff, int k0, int k1, unsigned base,
+                                            const unsigned (&mto)[4], int lane, int lrow) {
+    uint2 b = __ldg(bfrag + (long long)k0 * 32 + lane);
+    unsigned o = __ldg(roff + k0 * 16 + lrow);
+#pragma unroll 2
+    for (int ks = k0; ks < k1; ++ks) {
+        const uint2 cb = b;
+        const unsigned co = base + o;
+        b = __ldg(bfrag + (long long)(ks + 1) * 32 + lane); /* one zero k-step past the end */
+        o = __ldg(roff + (ks + 1) * 16 + lrow);
+#pragma unroll
+        for (int mt = 0; mt < 4; ++mt) {
+            unsigned a0, a1, a2, a3;
+            ldsm_x4_trans(co + mto[mt], a0, a1, a2, a3);
+            mma16816(acc[mt], a0, a1, a2, a3, cb.x, cb.y);
+        }
+    }
+}
+
 /* mode 1: warp w owns channel group w (8 channels) and all 4 m-tiles (output rows 2 mt, 2 mt + 1). */
 __global__ void __launch_bounds__(256) probe_b(const __half* __restrict__ x, const uint2* __restrict__ bfrag,
                                                const unsigned* __restrict__ roff, const int* __restrict__ kseg,
@@ -167,27 +190,13 @@ __global__ void __launch_bounds__(256) probe_b(const __half* __restrict__ x, con
     const int lrow = ((lane >> 4) << 3) + (lane & 7); /* the lane's position of the k-step (0..15) */
     const unsigned base = (unsigned)__cvta_generic_to_shared(tile) + (unsigned)(((lane >> 3) & 1) * 16);
     float acc[4][4] = {};
-    const int k0 = kseg[grp], k1 = kseg[grp + 1];
+    const unsigned mto[4] = {0u, 32u, 64u, 96u}; /* m-tile mt: output rows 2 mt, 2 mt + 1 = 32 bytes further */
     for (int rep = 0; rep < reps; ++rep) {
         if (restage && rep > 0) {
             __syncthreads();
             stage();
         }
-        uint2 b = __ldg(bfrag + (long long)k0 * 32 + lane);
-        unsigned o = __ldg(roff + k0 * 16 + lrow);
-#pragma unroll 2
-        for (int ks = k0; ks < k1; ++ks) {
-            const uint2 cb = b;
-            const unsigned co = base + o;
-            b = __ldg(bfrag + (long long)(ks + 1) * 32 + lane);
-            o = __ldg(roff + (ks + 1) * 16 + lrow);
-#pragma unroll
-            for (int mt = 0; mt < 4; ++mt) { /* m-tile mt: output rows 2 mt, 2 mt + 1 = 32 bytes further */
-                unsigned a0, a1, a2, a3;
-                ldsm_x4_trans(co + (unsigned)(mt * 32), a0, a1, a2, a3);
-                mma16816(acc[mt], a0, a1, a2, a3, cb.x, cb.y);
-            }
-        }
+        swap_ksteps(acc, bfrag, roff, kseg[grp], kseg[grp + 1], base, mto, lane, lrow);
     }
     if (blockIdx.x != 0) return;
     /* C fragment: rows = pixels gid / gid + 8 of the m-tile, columns = channels 2 tig, 2 tig + 1 of the group */
@@ -343,27 +352,14 @@ __global__ void __launch_bounds__(256) probe_e(const __half* __restrict__ x, con
     const int lrow = ((lane >> 4) << 3) + (lane & 7); /* the lane's position of the k-step */
     const unsigned base = (unsigned)__cvta_generic_to_shared(tile) + (unsigned)(((lane >> 3) & 1) * 16);
     float acc[4][4] = {};
-    const int k0 = kseg[grp], k1 = kseg[grp + 1];
+    /* m-tile mt: row mt / 2, phases 2 (mt % 2), + 1 */
+    const unsigned mto[4] = {0u, 32u, (unsigned)(RSD * 2), (unsigned)(RSD * 2 + 32)};
     for (int rep = 0; rep < reps; ++rep) {
         if (restage && rep > 0) {
             __syncthreads();
             stage();
         }
-        uint2 b = __ldg(bfrag + (long long)k0 * 32 + lane);
-        unsigned o = __ldg(roff + k0 * 16 + lrow);
-#pragma unroll 2
-        for (int ks = k0; ks < k1; ++ks) {
-            const uint2 cb = b;
-            const unsigned co = base + o;
-            b = __ldg(bfrag + (long long)(ks + 1) * 32 + lane);
-            o = __ldg(roff + (ks + 1) * 16 + lrow);
-#pragma unroll
-            for (int mt = 0; mt < 4; ++mt) { /* row mt / 2, phases 2 (mt % 2), + 1 */
-                unsigned a0, a1, a2, a3;
-                ldsm_x4_trans(co + (unsigned)((mt >> 1) * RSD * 2 + (mt & 1) * 32), a0, a1, a2, a3);
-                mma16816(acc[mt], a0, a1, a2, a3, cb.x, cb.y);
-            }
-        }
+        swap_ksteps(acc, bfrag, roff, kseg[grp], kseg[grp + 1], base, mto, lane, lrow);
     }
     if (blockIdx.x != 0) return;
     /* C fragment: rows = pixels m (n-tile 2 (mt % 2) + m / 8, element m % 8), columns = channels 2 tig, 2 tig + 1 */
