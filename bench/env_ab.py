@@ -38,9 +38,10 @@ def _plan(sw, lay, dtype, env_name, env_value):
             os.environ[env_name] = old
 
 
-def _family_timed(plan, lay, batch, families, x, y):
-    """{name: index} of the plan's variants of the families, and [(first time, name)] sorted (fastest first)."""
-    idx = {n: i for i, n in enumerate(plan.variants(batch, lay["H"], lay["W"])) if family(n) in families}
+def _family_timed(plan, names, families, x, y):
+    """{name: index} of the plan's variants (`names`, its variant list) of the families, and [(first time, name)]
+    sorted (fastest first)."""
+    idx = {n: i for i, n in enumerate(names) if family(n) in families}
     return idx, sorted((_time_us(lambda: plan.enqueue_variant(i, x, y)), n) for n, i in idx.items())
 
 
@@ -71,14 +72,14 @@ def main():
         # indices differ between the plans; a variant is timed only on the plan(s) that have it
         # a switch that adds or removes candidates only outside the timed families cannot show in this A/B (round 19's
         # phase-row A/B timed `--family mma` while the switch removed `mma_phase` variants): say so per case
-        names_a = set(pa.variants(batch, lay["H"], lay["W"]))
-        names_b = set(pb.variants(batch, lay["H"], lay["W"]))
-        untimed = sorted(n for n in names_a ^ names_b if family(n) not in a.family)
+        names_a = pa.variants(batch, lay["H"], lay["W"])
+        names_b = pb.variants(batch, lay["H"], lay["W"])
+        untimed = sorted(n for n in set(names_a) ^ set(names_b) if family(n) not in a.family)
         if untimed:
             print("WARNING {} N={}: the switch changes {} candidate(s) outside --family {} (e.g. {}): add their "
                   "family".format(lay["name"], batch, len(untimed), " ".join(a.family), untimed[0]), flush=True)
-        idx_a, first_a = _family_timed(pa, lay, batch, a.family, x, y)
-        idx_b, first_b = _family_timed(pb, lay, batch, a.family, x, y)
+        idx_a, first_a = _family_timed(pa, names_a, a.family, x, y)
+        idx_b, first_b = _family_timed(pb, names_b, a.family, x, y)
         if not idx_a or not idx_b:
             continue
         picked = list(dict.fromkeys([n for _, n in first_b[:a.top]] + [n for _, n in first_a[:a.top]]))
