@@ -80,3 +80,19 @@ def test_mma_operand_probe_layouts_emulate(tmp_path):
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     rows = [l for l in run.stdout.splitlines() if "emulated" in l]
     assert len(rows) == 5 and all(" E: " in l for l in rows), run.stdout
+
+
+def test_mma_needed_rate_counts_union_products():
+    """bench/mma_needed_rate.py: the issued mma work of a union of G channels is 2 K C R S P Q N (1 - s^G), and the
+    rate a target needs is that work over dense_time / target."""
+    rate = _load("mma_needed_rate")
+    lay = {"name": "l", "C": 64, "K": 32, "H": 14, "W": 10, "kernel": 3, "stride": 1, "pad": 1, "dilation": 1}
+    g16 = rate.issued_gflop(lay, 2, 0.9, 16)
+    assert g16 == pytest.approx(2 * 32 * 64 * 9 * 14 * 10 * 2 * (1 - 0.9 ** 16) / 1e9)
+    assert rate.issued_gflop(lay, 2, 0.9, 8) < g16
+    res = [{"layer": lay, "batch": 2, "sparsity": 0.9, "dtype": "fp16", "pattern": "unstructured",
+            "dense_us": {"fp16_best": 3.0}, "sparse_us": 4.0},
+           dict(layer=lay, batch=2, sparsity=0.9, dtype="fp32", dense_us={}, sparse_us=1.0)]
+    (row,) = rate.needed_rows(res, 1.5, [16, 8])
+    assert row[5][16] == pytest.approx(g16 / (3.0 / 1.5) * 1e3)  # GFLOP per us = 1000 TFLOP/s
+    assert row[6] == pytest.approx(g16 / 4.0 * 1e3)
