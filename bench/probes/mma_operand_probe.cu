@@ -148,6 +148,18 @@ __global__ void __launch_bounds__(256) probe_a(const __half* __restrict__ x, con
         }
 }
 
+/* modes 1 and 4: byte offset of m-tile mt in the staged tile (mode 1: output rows 2 mt, 2 mt + 1 = 32 bytes
+ * further; mode 4: row mt / 2 of the phase rows, phases 2 (mt % 2), + 1) and the output index of channel k, pixel m of
+ * m-tile mt (mode 1: K x 8 x 8; mode 4: K x TH2 x TW2, pixel m of n-tile 2 (mt % 2) + m / 8 at column p + M (m % 8)) */
+__host__ __device__ inline unsigned swap_mtile_offset(bool ph, int mt) {
+    return ph ? (unsigned)((mt >> 1) * RSD * 2 + (mt & 1) * 32) : (unsigned)(mt * 32);
+}
+__host__ __device__ inline size_t swap_out_index(bool ph, int k, int mt, int m) {
+    if (!ph) return (size_t)(k * 8 + 2 * mt + (m >> 3)) * 8 + (m & 7);
+    const int p = 2 * (mt & 1) + (m >> 3);
+    return ((size_t)k * TH2 + (mt >> 1)) * TW2 + p + MD * (m & 7);
+}
+
 /* modes 1 and 4, the k-steps of one 8-channel group: per k-step the weights' B fragment (8 bytes per lane) and the
  * lane's row offset, loaded one k-step ahead, then per m-tile mt one ldmatrix.x4.trans at base + offset + mto[mt]
  * (the A fragment: 16 pixels x 16 positions) and one mma. */
@@ -171,26 +183,36 @@ __device__ __forceinline__ void swap_ksteps(float (&acc)[4][4], const uint2* __r
     }
 }
 
-/* mode 1: warp w owns channel group w (8 channels) and all 4 m-tiles (output rows 2 mt, 2 mt + 1). */
-__global__ void __launch_bounds__(256) probe_b(const __half* __restrict__ x, const uint2* __restrict__ bfrag,
-                                               const unsigned* __restrict__ roff, const int* __restrict__ kseg,
-                                               int reps, int restage, float* __restrict__ out) {
-    __shared__ __align__(16) __half tile[CC * CSB];
+/* modes 1 and 4 (PH = false / true): warp w owns channel group w (8 channels, B = weights over their union) and the
+ * tile's 4 m-tiles. Mode 1: m-tile mt = output rows 2 mt, 2 mt + 1 of the 8 x 8 tile, from column-shifted copies (one
+ * per filter column s). Mode 4: m-tile mt = n-tiles 2 (mt % 2), + 1 of output row mt / 2 of the 2 x 32 tile, from
+ * mode 3's phase rows. ldmatrix: lanes 8j .. 8j + 7 address positions 8 (j >> 1) .. + 7 of m half j & 1. */
+template <bool PH>
+__global__ void __launch_bounds__(256) probe_swap(const __half* __restrict__ x, const uint2* __restrict__ bfrag,
+                                                  const unsigned* __restrict__ roff, const int* __restrict__ kseg,
+                                                  int reps, int restage, float* __restrict__ out) {
+    constexpr int CS = PH ? CSD : CSB;
+    __shared__ __align__(16) __half tile[CC * CS];
     auto stage = [&]() {
-        for (int i = threadIdx.x; i < CC * CSB; i += 256) { /* copy s of row y: input columns s .. s + 7 */
-            const int c = i / CSB, s = (i % CSB) / (PLB * 8), y = (i % (PLB * 8)) / 8, px = i % 8;
-            tile[i] = y < IH ? x[(c * IH + y) * IW + px + s] : __float2half(0.0f);
+        for (int i = threadIdx.x; i < CC * CS; i += 256) {
+            if (PH) { /* as probe_d: phase q of staged row y, element m = staged column q + M m */
+                const int c = i / CSD, y = (i % CSD) / RSD, q = (i % CSD % RSD) / 8, u = q + MD * (i % 8);
+                tile[i] = y < IH2 && u < IW2 ? x[(c * IH2 + y) * IW2 + u] : __float2half(0.0f);
+            } else { /* copy s of row y: input columns s .. s + 7 */
+                const int c = i / CSB, s = (i % CSB) / (PLB * 8), y = (i % (PLB * 8)) / 8, px = i % 8;
+                tile[i] = y < IH ? x[(c * IH + y) * IW + px + s] : __float2half(0.0f);
+            }
         }
         __syncthreads();
     };
     stage();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
     const int grp = warp;
-    /* ldmatrix: lanes 8j .. 8j + 7 address the 8 rows (positions) of matrix j = (m half j & 1, k half j >> 1) */
     const int lrow = ((lane >> 4) << 3) + (lane & 7); /* the lane's position of the k-step (0..15) */
     const unsigned base = (unsigned)__cvta_generic_to_shared(tile) + (unsigned)(((lane >> 3) & 1) * 16);
     float acc[4][4] = {};
-    const unsigned mto[4] = {0u, 32u, 64u, 96u}; /* m-tile mt: output rows 2 mt, 2 mt + 1 = 32 bytes further */
+    unsigned mto[4];
+    for (int mt = 0; mt < 4; ++mt) mto[mt] = swap_mtile_offset(PH, mt);
     for (int rep = 0; rep < reps; ++rep) {
         if (restage && rep > 0) {
             __syncthreads();
@@ -199,12 +221,11 @@ __global__ void __launch_bounds__(256) probe_b(const __half* __restrict__ x, con
         swap_ksteps(acc, bfrag, roff, kseg[grp], kseg[grp + 1], base, mto, lane, lrow);
     }
     if (blockIdx.x != 0) return;
-    /* C fragment: rows = pixels gid / gid + 8 of the m-tile, columns = channels 2 tig, 2 tig + 1 of the group */
+    /* C fragment: rows = pixels m = gid / gid + 8 of the m-tile, columns = channels 2 tig, 2 tig + 1 of the group */
     for (int mt = 0; mt < 4; ++mt)
         for (int r = 0; r < 4; ++r) {
             const int m = gid + ((r & 2) ? 8 : 0), k = grp * 8 + 2 * tig + (r & 1);
-            const int py = 2 * mt + (m >> 3), px = m & 7;
-            out[(k * 8 + py) * 8 + px] = acc[mt][r];
+            out[swap_out_index(PH, k, mt, m)] = acc[mt][r];
         }
 }
 
@@ -332,45 +353,6 @@ __global__ void __launch_bounds__(256) probe_d(const __half* __restrict__ x, con
         }
 }
 
-/* mode 4: warp w owns channel group w (8 channels, B = weights over their union) and the tile's 4 m-tiles (m-tile mt =
- * n-tiles 2 (mt % 2), + 1 of output row mt / 2); A fragments by ldmatrix.x4.trans from mode 3's phase rows (lanes
- * 8j .. 8j + 7: positions 8 (j >> 1) .. + 7 of n-tile j & 1 of the m-tile). */
-__global__ void __launch_bounds__(256) probe_e(const __half* __restrict__ x, const uint2* __restrict__ bfrag,
-                                               const unsigned* __restrict__ roff, const int* __restrict__ kseg,
-                                               int reps, int restage, float* __restrict__ out) {
-    __shared__ __align__(16) __half tile[CC * CSD];
-    auto stage = [&]() { /* as probe_d */
-        for (int i = threadIdx.x; i < CC * CSD; i += 256) {
-            const int c = i / CSD, y = (i % CSD) / RSD, q = (i % CSD % RSD) / 8, u = q + MD * (i % 8);
-            tile[i] = y < IH2 && u < IW2 ? x[(c * IH2 + y) * IW2 + u] : __float2half(0.0f);
-        }
-        __syncthreads();
-    };
-    stage();
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
-    const int grp = warp;
-    const int lrow = ((lane >> 4) << 3) + (lane & 7); /* the lane's position of the k-step */
-    const unsigned base = (unsigned)__cvta_generic_to_shared(tile) + (unsigned)(((lane >> 3) & 1) * 16);
-    float acc[4][4] = {};
-    /* m-tile mt: row mt / 2, phases 2 (mt % 2), + 1 */
-    const unsigned mto[4] = {0u, 32u, (unsigned)(RSD * 2), (unsigned)(RSD * 2 + 32)};
-    for (int rep = 0; rep < reps; ++rep) {
-        if (restage && rep > 0) {
-            __syncthreads();
-            stage();
-        }
-        swap_ksteps(acc, bfrag, roff, kseg[grp], kseg[grp + 1], base, mto, lane, lrow);
-    }
-    if (blockIdx.x != 0) return;
-    /* C fragment: rows = pixels m (n-tile 2 (mt % 2) + m / 8, element m % 8), columns = channels 2 tig, 2 tig + 1 */
-    for (int mt = 0; mt < 4; ++mt)
-        for (int r = 0; r < 4; ++r) {
-            const int m = gid + ((r & 2) ? 8 : 0), k = grp * 8 + 2 * tig + (r & 1);
-            const int p = 2 * (mt & 1) + (m >> 3), xx = p + MD * (m & 7);
-            out[((size_t)k * TH2 + (mt >> 1)) * TW2 + xx] = acc[mt][r];
-        }
-}
-
 static uint16_t f2h(float v) {
     __half h = __float2half(v);
     uint16_t u;
@@ -482,6 +464,59 @@ static double rel_err(const std::vector<float>& out, const std::vector<double>& 
     return std::sqrt(num / std::max(den, 1e-30));
 }
 
+static unsigned roffB_at(const std::vector<uint32_t>& roff, int ks, int lrow) { return roff[(size_t)ks * 16 + lrow]; }
+
+/* The phase-row tile of modes 3 and 4 (as probe_d's stage) from the CC x IH2 x IW2 input's fp16 bits. */
+static std::vector<uint16_t> emu_phase_rows(const std::vector<uint16_t>& x2u) {
+    std::vector<uint16_t> sm((size_t)CC * CSD, 0);
+    for (int i = 0; i < CC * CSD; ++i) {
+        const int c = i / CSD, y = (i % CSD) / RSD, q = (i % CSD % RSD) / 8, u = q + MD * (i % 8);
+        sm[i] = y < IH2 && u < IW2 ? x2u[(c * IH2 + y) * IW2 + u] : 0;
+    }
+    return sm;
+}
+
+/* Modes 1 and 4 (ph) on the CPU, as probe_swap: per 8-channel group (warp) and k-step, per m-tile one
+ * ldmatrix.x4.trans (addresses checked: 16-byte aligned, inside sm; wavefronts counted per 8x8 matrix) and one mma
+ * with the k-step's B fragments; the C fragments into out (swap_out_index). */
+static void emu_swap(const std::vector<uint16_t>& sm, const std::vector<uint32_t>& roff,
+                     const std::vector<uint32_t>& bfrag, const std::vector<int>& kseg, bool ph, std::vector<float>& out,
+                     double& wf_sum, double& wf_n) {
+    for (int grp = 0; grp < 8; ++grp) {
+        float acc[4][32][4] = {};
+        for (int ks = kseg[grp]; ks < kseg[grp + 1]; ++ks)
+            for (int mt = 0; mt < 4; ++mt) {
+                uint32_t a[32][4], b[32][2];
+                unsigned addr[32];
+                for (int ln = 0; ln < 32; ++ln) {
+                    const int lrow = ((ln >> 4) << 3) + (ln & 7);
+                    addr[ln] = roffB_at(roff, ks, lrow) + (unsigned)(((ln >> 3) & 1) * 16) + swap_mtile_offset(ph, mt);
+                    if (addr[ln] % 16 != 0 || addr[ln] / 2 + 8 > sm.size()) {
+                        std::printf("mode %d: bad ldmatrix row address %u\n", ph ? 4 : 1, addr[ln]);
+                        std::exit(1);
+                    }
+                    b[ln][0] = bfrag[((size_t)ks * 32 + ln) * 2];
+                    b[ln][1] = bfrag[((size_t)ks * 32 + ln) * 2 + 1];
+                }
+                for (int jm = 0; jm < 4; ++jm) { /* one request per 8x8 matrix: 8 rows of 16 bytes */
+                    std::vector<unsigned> req;
+                    for (int rr = 0; rr < 8; ++rr)
+                        for (int bb = 0; bb < 16; bb += 4) req.push_back(addr[8 * jm + rr] + bb);
+                    wf_sum += wavefronts(req);
+                    ++wf_n;
+                }
+                emu_ldsm_x4_trans(sm, addr, a);
+                emu_mma(acc[mt], a, b);
+            }
+        for (int mt = 0; mt < 4; ++mt)
+            for (int ln = 0; ln < 32; ++ln)
+                for (int r = 0; r < 4; ++r) {
+                    const int m = (ln >> 2) + ((r & 2) ? 8 : 0), k = grp * 8 + 2 * (ln & 3) + (r & 1);
+                    out[swap_out_index(ph, k, mt, m)] = acc[mt][ln][r];
+                }
+    }
+}
+
 /* One emulated ldmatrix.x4.trans (.x2 where the pair has only n-tile 2 jp) of the ldmatrix modes (2, 3): lane rows at
  * base + 16 (lane bit 4) + 32 jp + roff[ks][lrow] (checked: 16-byte aligned, inside sm), their shared-memory
  * wavefronts counted, then the mma of each n-tile the load serves into acc[2 jp + h]. */
@@ -560,8 +595,35 @@ static void push_ldsm_ksteps(const std::vector<float>& w, int g, const std::vect
     kseg.push_back(kseg.back() + (int)(ord.size() / 16));
 }
 
+/* Append the k-steps of one 8-channel group g for the B=weights modes (1, 4): bank-aware order over rows of 16
+ * bytes (2 matrices of 8 rows per k-step: the k halves; the m halves read the same rows 16 bytes on), a padding slot
+ * repeating a row of its load (zero weights); per lane the m16n8k16 B fragment b0 = (k 2tg, 2tg+1; n gid), b1 = (k
+ * 2tg+8, 2tg+9; n gid). offs: byte offset of each union position's row. */
+static void push_swap_ksteps(const std::vector<float>& w, int g, const std::vector<int>& pos,
+                             const std::vector<int>& offs, std::vector<uint32_t>& bfrag, std::vector<uint32_t>& roff,
+                             std::vector<int>& kseg) {
+    std::vector<int> foot;
+    for (int b = 0; b < 16; b += 4) foot.push_back(b);
+    std::vector<int> ord = bank_groups(offs, 8, foot, 16);
+    for (size_t k0 = 0; k0 < ord.size(); k0 += 16) {
+        uint32_t wm[16][8] = {}; /* [position of the k-step][channel of the group] */
+        for (int u = 0; u < 16; ++u) {
+            const int pi = ord[k0 + u];
+            const int pad = ord[k0 + (u & 8)] >= 0 ? ord[k0 + (u & 8)] : ord[k0];
+            roff.push_back((uint32_t)offs[pi >= 0 ? pi : pad]);
+            if (pi >= 0)
+                for (int i = 0; i < 8; ++i) wm[u][i] = f2h(w[(size_t)(g * 8 + i) * CC * 9 + pos[pi]]);
+        }
+        for (int lane = 0; lane < 32; ++lane) {
+            const int gr = lane >> 2, tg = lane & 3;
+            bfrag.push_back(wm[2 * tg][gr] | (wm[2 * tg + 1][gr] << 16));
+            bfrag.push_back(wm[2 * tg + 8][gr] | (wm[2 * tg + 9][gr] << 16));
+        }
+    }
+    kseg.push_back(kseg.back() + (int)(ord.size() / 16));
+}
+
 static bool g_emulate = false; /* --emulate: CPU check of the layouts, no device */
-static unsigned roffB_at(const std::vector<uint32_t>& roff, int ks, int lrow) { return roff[(size_t)ks * 16 + lrow]; }
 
 struct Result {
     double sparsity, union16, union8, tflops_a, tflops_b, err_a, err_b;
@@ -667,26 +729,7 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
         std::vector<int> offs; /* row start of (c, s) copy, row r: ((c * 3 + s) * PLB + r) * 8 halves */
         for (int p : pos) offs.push_back((((p / 9) * 3 + p % 3) * PLB + (p % 9) / 3) * 16);
         usum8 += (double)pos.size() / (CC * 9);
-        std::vector<int> foot;
-        for (int b = 0; b < 16; b += 4) foot.push_back(b);
-        /* 2 matrices of 8 rows per k-step (k halves; the m halves read the same rows 16 bytes on) */
-        std::vector<int> ord = bank_groups(offs, 8, foot, 16);
-        for (size_t k0 = 0; k0 < ord.size(); k0 += 16) {
-            uint32_t wm[16][8] = {}; /* [position of the k-step][channel of the group] */
-            for (int u = 0; u < 16; ++u) {
-                const int pi = ord[k0 + u];
-                const int pad = ord[k0 + (u & 8)] >= 0 ? ord[k0 + (u & 8)] : ord[k0]; /* a row of this load (broadcast) */
-                roff.push_back((uint32_t)offs[pi >= 0 ? pi : pad]);
-                if (pi >= 0)
-                    for (int i = 0; i < 8; ++i) wm[u][i] = f2h(w[(size_t)(g * 8 + i) * CC * 9 + pos[pi]]);
-            }
-            for (int lane = 0; lane < 32; ++lane) { /* b0 = (k 2tg, 2tg+1; n gid), b1 = (k 2tg+8, 2tg+9; n gid) */
-                const int gr = lane >> 2, tg = lane & 3;
-                bfrag.push_back(wm[2 * tg][gr] | (wm[2 * tg + 1][gr] << 16));
-                bfrag.push_back(wm[2 * tg + 8][gr] | (wm[2 * tg + 9][gr] << 16));
-            }
-        }
-        ksegB.push_back(ksegB.back() + (int)(ord.size() / 16));
+        push_swap_ksteps(w, g, pos, offs, bfrag, roff, ksegB);
     }
     bfrag.resize(bfrag.size() + 64, 0u);
     roff.resize(roff.size() + 16, 0u);
@@ -733,25 +776,7 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
         const std::vector<int> pos = group_union(w, g, 8);
         std::vector<int> offs;
         for (int p : pos) offs.push_back(((p / 9) * CSD + ((p % 9) / 3) * RSD + (p % 3) * 8) * 2);
-        std::vector<int> foot;
-        for (int b = 0; b < 16; b += 4) foot.push_back(b);
-        std::vector<int> ord = bank_groups(offs, 8, foot, 16);
-        for (size_t k0 = 0; k0 < ord.size(); k0 += 16) {
-            uint32_t wm[16][8] = {}; /* [position of the k-step][channel of the group] */
-            for (int u = 0; u < 16; ++u) {
-                const int pi = ord[k0 + u];
-                const int pad = ord[k0 + (u & 8)] >= 0 ? ord[k0 + (u & 8)] : ord[k0];
-                roffE.push_back((uint32_t)offs[pi >= 0 ? pi : pad]);
-                if (pi >= 0)
-                    for (int i = 0; i < 8; ++i) wm[u][i] = f2h(w[(size_t)(g * 8 + i) * CC * 9 + pos[pi]]);
-            }
-            for (int lane = 0; lane < 32; ++lane) { /* as mode 1 */
-                const int gr = lane >> 2, tg = lane & 3;
-                bfragE.push_back(wm[2 * tg][gr] | (wm[2 * tg + 1][gr] << 16));
-                bfragE.push_back(wm[2 * tg + 8][gr] | (wm[2 * tg + 9][gr] << 16));
-            }
-        }
-        ksegE.push_back(ksegE.back() + (int)(ord.size() / 16));
+        push_swap_ksteps(w, g, pos, offs, bfragE, roffE, ksegE);
     }
     bfragE.resize(bfragE.size() + 64, 0u);
     roffE.resize(roffE.size() + 16, 0u);
@@ -759,6 +784,8 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
     if (g_emulate) { /* block 0, one repetition, on the CPU */
         std::vector<uint16_t> xu(xh.size());
         std::memcpy(xu.data(), xh.data(), xh.size() * 2);
+        std::vector<uint16_t> x2u(x2h.size()); /* modes 2-4's input */
+        std::memcpy(x2u.data(), x2h.data(), x2h.size() * 2);
         std::vector<float> outA((size_t)K * 64, NAN), outB((size_t)K * 64, NAN);
         std::vector<uint16_t> smA((size_t)CC * CSA), smB((size_t)CC * CSB);
         double wf_sum[2] = {0, 0}, wf_n[2] = {0, 0};
@@ -802,39 +829,8 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
                         outA[(k * 8 + row0 + j) * 8 + px] = acc[j][ln][r];
                     }
         }
-        for (int warp = 0; warp < 8; ++warp) {
-            float acc[4][32][4] = {};
-            const int grp = warp;
-            for (int ks = ksegB[grp]; ks < ksegB[grp + 1]; ++ks)
-                for (int mt = 0; mt < 4; ++mt) {
-                    uint32_t a[32][4], b[32][2];
-                    unsigned addr[32];
-                    for (int ln = 0; ln < 32; ++ln) {
-                        const int lrow = ((ln >> 4) << 3) + (ln & 7);
-                        addr[ln] = roffB_at(roff, ks, lrow) + (unsigned)(((ln >> 3) & 1) * 16 + mt * 32);
-                        b[ln][0] = bfrag[((size_t)ks * 32 + ln) * 2];
-                        b[ln][1] = bfrag[((size_t)ks * 32 + ln) * 2 + 1];
-                    }
-                    for (int jm = 0; jm < 4; ++jm) { /* one request per 8x8 matrix: 8 rows of 16 bytes */
-                        std::vector<unsigned> req;
-                        for (int rr = 0; rr < 8; ++rr)
-                            for (int bb = 0; bb < 16; bb += 4) req.push_back(addr[8 * jm + rr] + bb);
-                        wf_sum[1] += wavefronts(req);
-                        ++wf_n[1];
-                    }
-                    emu_ldsm_x4_trans(smB, addr, a);
-                    emu_mma(acc[mt], a, b);
-                }
-            for (int mt = 0; mt < 4; ++mt)
-                for (int ln = 0; ln < 32; ++ln)
-                    for (int r = 0; r < 4; ++r) {
-                        const int m = (ln >> 2) + ((r & 2) ? 8 : 0), k = grp * 8 + 2 * (ln & 3) + (r & 1);
-                        outB[(k * 8 + 2 * mt + (m >> 3)) * 8 + (m & 7)] = acc[mt][ln][r];
-                    }
-        }
+        emu_swap(smB, roff, bfrag, ksegB, false, outB, wf_sum[1], wf_n[1]);
         { /* mode 2: one staged copy, three families, ldmatrix B fragments, shifted sums */
-            std::vector<uint16_t> x2u(x2h.size());
-            std::memcpy(x2u.data(), x2h.data(), x2h.size() * 2);
             std::vector<uint16_t> smC((size_t)CC * CS2, 0);
             for (int i = 0; i < CC * CS2; ++i) {
                 const int c = i / CS2, y = (i % CS2) / PA2, xx = (i % CS2) % PA2;
@@ -871,13 +867,7 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
             res.wf_c = wf_sum / std::max(wf_n, 1.0);
         }
         { /* mode 3: phase rows, mode 0's union k-steps, ldmatrix B fragments, accumulators = outputs */
-            std::vector<uint16_t> x2u(x2h.size());
-            std::memcpy(x2u.data(), x2h.data(), x2h.size() * 2);
-            std::vector<uint16_t> smD((size_t)CC * CSD, 0);
-            for (int i = 0; i < CC * CSD; ++i) { /* as probe_d's stage */
-                const int c = i / CSD, y = (i % CSD) / RSD, q = (i % CSD % RSD) / 8, u = q + MD * (i % 8);
-                smD[i] = y < IH2 && u < IW2 ? x2u[(c * IH2 + y) * IW2 + u] : 0;
-            }
+            const std::vector<uint16_t> smD = emu_phase_rows(x2u);
             std::vector<float> outD((size_t)K * TH2 * TW2, NAN);
             double wf_sum = 0, wf_n = 0;
             for (int warp = 0; warp < 8; ++warp) {
@@ -902,51 +892,10 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
             res.wf_d = wf_sum / std::max(wf_n, 1.0);
         }
         { /* mode 4: mode 1's operand order on mode 3's phase rows */
-            std::vector<uint16_t> x2u(x2h.size());
-            std::memcpy(x2u.data(), x2h.data(), x2h.size() * 2);
-            std::vector<uint16_t> smE((size_t)CC * CSD, 0);
-            for (int i = 0; i < CC * CSD; ++i) {
-                const int c = i / CSD, y = (i % CSD) / RSD, q = (i % CSD % RSD) / 8, u = q + MD * (i % 8);
-                smE[i] = y < IH2 && u < IW2 ? x2u[(c * IH2 + y) * IW2 + u] : 0;
-            }
+            const std::vector<uint16_t> smE = emu_phase_rows(x2u);
             std::vector<float> outE((size_t)K * TH2 * TW2, NAN);
             double wf_sum = 0, wf_n = 0;
-            for (int warp = 0; warp < 8; ++warp) {
-                float acc[4][32][4] = {};
-                const int grp = warp;
-                for (int ks = ksegE[grp]; ks < ksegE[grp + 1]; ++ks)
-                    for (int mt = 0; mt < 4; ++mt) {
-                        uint32_t a[32][4], b[32][2];
-                        unsigned addr[32];
-                        for (int ln = 0; ln < 32; ++ln) {
-                            const int lrow = ((ln >> 4) << 3) + (ln & 7);
-                            addr[ln] = roffB_at(roffE, ks, lrow) +
-                                       (unsigned)(((ln >> 3) & 1) * 16 + (mt >> 1) * RSD * 2 + (mt & 1) * 32);
-                            if (addr[ln] % 16 != 0 || addr[ln] / 2 + 8 > smE.size()) {
-                                std::printf("mode 4: bad ldmatrix row address %u\n", addr[ln]);
-                                std::exit(1);
-                            }
-                            b[ln][0] = bfragE[((size_t)ks * 32 + ln) * 2];
-                            b[ln][1] = bfragE[((size_t)ks * 32 + ln) * 2 + 1];
-                        }
-                        for (int jm = 0; jm < 4; ++jm) {
-                            std::vector<unsigned> req;
-                            for (int rr = 0; rr < 8; ++rr)
-                                for (int bb = 0; bb < 16; bb += 4) req.push_back(addr[8 * jm + rr] + bb);
-                            wf_sum += wavefronts(req);
-                            ++wf_n;
-                        }
-                        emu_ldsm_x4_trans(smE, addr, a);
-                        emu_mma(acc[mt], a, b);
-                    }
-                for (int mt = 0; mt < 4; ++mt) /* as probe_e's epilogue */
-                    for (int ln = 0; ln < 32; ++ln)
-                        for (int r = 0; r < 4; ++r) {
-                            const int m = (ln >> 2) + ((r & 2) ? 8 : 0), k = grp * 8 + 2 * (ln & 3) + (r & 1);
-                            const int pp = 2 * (mt & 1) + (m >> 3), xx = pp + MD * (m & 7);
-                            outE[((size_t)k * TH2 + (mt >> 1)) * TW2 + xx] = acc[mt][ln][r];
-                        }
-            }
+            emu_swap(smE, roffE, bfragE, ksegE, true, outE, wf_sum, wf_n);
             res.err_e = rel_err(outE, ref2, reps);
             res.wf_e = wf_sum / std::max(wf_n, 1.0);
         }
@@ -1018,10 +967,10 @@ static Result run(double sparsity, int reps, int blocks, unsigned seed) {
         const int kind = mode % 5, restage = mode / 5;
         auto launch = [&]() {
             if (kind == 0) probe_a<<<blocks, 256>>>(dx, dA, dKA, dSA, reps, restage, dout);
-            else if (kind == 1) probe_b<<<blocks, 256>>>(dx, dB, dRB, dSB, reps, restage, dout);
+            else if (kind == 1) probe_swap<false><<<blocks, 256>>>(dx, dB, dRB, dSB, reps, restage, dout);
             else if (kind == 2) probe_c<<<blocks, 256>>>(dx2, dC, dRC, dSC, reps, restage, dout);
             else if (kind == 3) probe_d<<<blocks, 256>>>(dx2, dD, dRD, dSD, reps, restage, dout);
-            else probe_e<<<blocks, 256>>>(dx2, dE, dRE, dSE, reps, restage, dout);
+            else probe_swap<true><<<blocks, 256>>>(dx2, dE, dRE, dSE, reps, restage, dout);
         };
         CK(cudaMemset(dout, 0xff, (size_t)K * 64 * 4)); /* poisoned: NaN where nothing is written */
         launch();
