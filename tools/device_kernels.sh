@@ -203,6 +203,10 @@ if has probe-mma && fits 40; then
   nvcc -O3 -std=c++17 -arch=sm_90 bench/probes/mma_operand_probe.cu -o "$OUT/mma_probe" 2>"$OUT/mma_probe_build.log" &&
     timeout 60 "$OUT/mma_probe" --json "$OUT/mma_probe.json" | tee "$OUT/mma_probe.txt" || status=1
   rm -f "$OUT/mma_probe"
+  # the ceiling: mma.sync issue rate from registers (chains x warps per SM)
+  nvcc -O3 -std=c++17 -arch=sm_90 bench/probes/mma_peak_probe.cu -o "$OUT/mma_peak" 2>>"$OUT/mma_probe_build.log" &&
+    timeout 60 "$OUT/mma_peak" --json "$OUT/mma_peak.json" | tee "$OUT/mma_peak.txt" || status=1
+  rm -f "$OUT/mma_peak"
 fi
 if has probe && fits 60; then
   say "reuse dispatch probe (brx.idx vs bit masks vs per-FMA LDS, no staging; bench/probes)"
