@@ -198,7 +198,7 @@ if has ab-small && fits 60; then
     resnet50_3x3_c64_h56 resnet50_3x3s2_c512_h14 vgg16_3x3_c512_k512_h14 --json "$OUT/ab_small.json" >"$OUT/ab_small.log" 2>&1 || status=1
   tail -3 "$OUT/ab_small.log"
 fi
-if has probe-mma && fits 40; then
+if has probe-mma && fits 80; then
   say "tensor-core operand probe: A=weights (union of 16 channels, gathered B) vs B=weights (union of 8, ldmatrix A) vs C=column families (ldmatrix B from one staged copy) vs D=phase rows (ldmatrix B, union of 16) vs E=swap on phase rows (ldmatrix A, union of 8)"
   nvcc -O3 -std=c++17 -arch=sm_90 bench/probes/mma_operand_probe.cu -o "$OUT/mma_probe" 2>"$OUT/mma_probe_build.log" &&
     timeout 60 "$OUT/mma_probe" --json "$OUT/mma_probe.json" | tee "$OUT/mma_probe.txt" || status=1
