@@ -1,11 +1,12 @@
 """What tensor-core issue rate a speedup target needs, from a `trt-sparse bench-kernels` JSON (e.g.
-bench/results/h200_round17_full.json): per fp16 case, the mma work a kernel issues over unions of G channels'
-positions (uniform random masks: a position is in the union with probability 1 - s^G) and the rate (TFLOP/s of
-issued mma, zeros included) it would need to run `--target` times faster than the best dense fp16 time of the
-same run, next to the rate the measured sparse time implies for 16-channel unions.
+bench/results/h200_round17_full.json): per case of the dtype, the mma work a kernel issues over unions of G
+channels' positions (uniform random masks: a position is in the union with probability 1 - s^G) and the rate
+(TFLOP/s of issued mma, zeros included) it would need to run `--target` times faster than the dense baseline of the
+same run (fp16: cuDNN's best fp16; fp32: cuDNN's best with TF32 allowed, i.e. TF32 mma for fp32 I/O), next to the
+rate the measured sparse time implies for 16-channel unions.
 
-    python3 bench/mma_needed_rate.py bench/results/h200_round17_full.json [--target 1.5] [--groups 16 8]
-        [--kernel 3] [--stride 1]
+    python3 bench/mma_needed_rate.py bench/results/h200_round17_full.json [--dtype fp16] [--target 1.5]
+        [--groups 16 8] [--kernel 3] [--stride 1]
 """
 import argparse
 import json
@@ -24,17 +25,20 @@ def issued_gflop(lay, batch, sparsity, group):
     return 2.0 * lay["K"] * lay["C"] * k * k * p * q * batch * union_fraction(sparsity, group) / 1e9
 
 
-def needed_rows(results, target, groups, kernel=3, stride=1):
-    """Per fp16 unstructured case of the kernel size / stride: (layer, batch, sparsity, dense fp16 best us, sparse us,
+DENSE_KEY = {"fp16": "fp16_best", "fp32": "tf32_best"}  # the baseline a user gets (torch / TensorRT defaults)
+
+
+def needed_rows(results, target, groups, kernel=3, stride=1, dtype="fp16"):
+    """Per unstructured case of the dtype, kernel size and stride: (layer, batch, sparsity, dense best us, sparse us,
     {group: TFLOP/s needed for `target` x dense}, TFLOP/s the sparse time implies for 16-channel unions)."""
     rows = []
     for r in results:
         lay = r["layer"]
-        if r["dtype"] != "fp16" or r.get("pattern", "unstructured") != "unstructured":
+        if r["dtype"] != dtype or r.get("pattern", "unstructured") != "unstructured":
             continue
-        if lay["kernel"] != kernel or lay["stride"] != stride:
+        if lay["kernel"] != kernel or lay["stride"] != stride or r.get("allow_tf32"):
             continue
-        dense = r["dense_us"]["fp16_best"]
+        dense = r["dense_us"][DENSE_KEY[dtype]]
         t_us = dense / target
         need = {g: issued_gflop(lay, r["batch"], r["sparsity"], g) / t_us * 1e3 for g in groups}  # GFLOP/us -> TFLOP/s
         have = issued_gflop(lay, r["batch"], r["sparsity"], 16) / r["sparse_us"] * 1e3
@@ -45,7 +49,8 @@ def needed_rows(results, target, groups, kernel=3, stride=1):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("json")
-    ap.add_argument("--target", type=float, default=1.5, help="speedup over the best dense fp16 time")
+    ap.add_argument("--dtype", choices=sorted(DENSE_KEY), default="fp16")
+    ap.add_argument("--target", type=float, default=1.5, help="speedup over the dense baseline (DENSE_KEY)")
     ap.add_argument("--groups", type=int, nargs="+", default=[16, 8], help="channels per union (16: today's kernels)")
     ap.add_argument("--kernel", type=int, default=3)
     ap.add_argument("--stride", type=int, default=1)
@@ -55,7 +60,8 @@ def main():
     print("{:28s} {:>2s} {:>5s} {:>9s} {:>9s} {}  {:>10s}".format(
         "layer", "N", "sp", "dense us", "sparse us", "  ".join("need G={:<3d}".format(g) for g in a.groups),
         "issued now"))
-    for name, batch, sp, dense, sparse, need, have in needed_rows(results, a.target, a.groups, a.kernel, a.stride):
+    for name, batch, sp, dense, sparse, need, have in needed_rows(results, a.target, a.groups, a.kernel, a.stride,
+                                                                  a.dtype):
         print("{:28s} {:2d} {:5.2f} {:9.2f} {:9.2f} {}  {:10.0f}".format(
             name, batch, sp, dense, sparse, "  ".join("{:10.0f}".format(need[g]) for g in a.groups), have))
     print("(TFLOP/s of issued mma: 2 x products over the union positions, zeros included)")

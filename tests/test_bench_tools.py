@@ -96,3 +96,7 @@ def test_mma_needed_rate_counts_union_products():
     (row,) = rate.needed_rows(res, 1.5, [16, 8])
     assert row[5][16] == pytest.approx(g16 / (3.0 / 1.5) * 1e3)  # GFLOP per us = 1000 TFLOP/s
     assert row[6] == pytest.approx(g16 / 4.0 * 1e3)
+    # fp32 I/O against cuDNN with TF32 allowed (the user's default); TF32 sparse rows (allow_tf32) are left out
+    res32 = [dict(res[1], dense_us={"tf32_best": 2.0}, sparse_us=5.0), dict(res[1], allow_tf32=True, dense_us={})]
+    (row32,) = rate.needed_rows(res32, 2.0, [16], dtype="fp32")
+    assert row32[3] == 2.0 and row32[5][16] == pytest.approx(g16 / 1.0 * 1e3)
