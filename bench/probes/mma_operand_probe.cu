@@ -47,14 +47,7 @@
 #include <random>
 #include <vector>
 
-#define CK(x)                                                                                 \
-    do {                                                                                      \
-        cudaError_t e_ = (x);                                                                 \
-        if (e_ != cudaSuccess) {                                                              \
-            std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            std::exit(1);                                                                     \
-        }                                                                                     \
-    } while (0)
+#include "cuda_check.h"
 
 static const int CC = 32;                 /* input channels of the staged chunk */
 static const int K = 64;                  /* output channels */

@@ -14,14 +14,7 @@
 #include <cstring>
 #include <vector>
 
-#define CK(x)                                                                                     \
-    do {                                                                                          \
-        cudaError_t e_ = (x);                                                                     \
-        if (e_ != cudaSuccess) {                                                                  \
-            std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            std::exit(1);                                                                         \
-        }                                                                                         \
-    } while (0)
+#include "cuda_check.h"
 
 /* CH independent m16n8k16 (TF32: m16n8k8) chains per warp, `iters` x 8 mma each. */
 template <int CH, bool TF32>
