@@ -10,6 +10,11 @@ rate the measured sparse time implies for 16-channel unions.
 """
 import argparse
 import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from trt_sparse.reference import conv_output_size  # noqa: E402
 
 
 def union_fraction(sparsity, group):
@@ -19,9 +24,8 @@ def union_fraction(sparsity, group):
 
 def issued_gflop(lay, batch, sparsity, group):
     """GFLOP of mma a union-of-`group`-channels kernel issues for the layer (2 per product, zero weights included)."""
-    k = lay["kernel"]
-    p = (lay["H"] + 2 * lay["pad"] - lay["dilation"] * (k - 1) - 1) // lay["stride"] + 1
-    q = (lay["W"] + 2 * lay["pad"] - lay["dilation"] * (k - 1) - 1) // lay["stride"] + 1
+    k, st, pd, dl = lay["kernel"], lay["stride"], lay["pad"], lay["dilation"]
+    p, q = conv_output_size(lay["H"], lay["W"], k, k, (st, st), (pd,) * 4, (dl, dl))
     return 2.0 * lay["K"] * lay["C"] * k * k * p * q * batch * union_fraction(sparsity, group) / 1e9
 
 
