@@ -100,3 +100,32 @@ def test_mma_needed_rate_counts_union_products():
     res32 = [dict(res[1], dense_us={"tf32_best": 2.0}, sparse_us=5.0), dict(res[1], allow_tf32=True, dense_us={})]
     (row32,) = rate.needed_rows(res32, 2.0, [16], dtype="fp32")
     assert row32[3] == 2.0 and row32[5][16] == pytest.approx(g16 / 1.0 * 1e3)
+
+
+def test_lib_ab_summary_ratios_family_and_overall(tmp_path):
+    """bench/lib_ab_summary.py: A / B geomeans of the family's best and of the overall best, per run pair."""
+    import json
+    lab = _load("lib_ab_summary")
+
+    def rows(smem_a, smem_b, mma):
+        return [{"layer": "l%d" % i, "batch": 1, "dtype": "fp32", "sparsity": 0.9,
+                 "times_us": {"smem(x)": s1, "smem(y)": s2, "mma(z)": m},
+                 "best_per_family": {"smem": ["smem(x)" if s1 <= s2 else "smem(y)", min(s1, s2)], "mma": ["mma(z)", m]}}
+                for i, (s1, s2, m) in enumerate(zip(smem_a, smem_b, mma))]
+
+    paths = []
+    # B makes the best smem variant 2x faster on case 0 and unchanged on case 1; mma (the overall best on case 1) same
+    for n, data in (("a1", rows([10, 20], [12, 22], [30, 5])), ("b1", rows([5, 20], [12, 22], [30, 5])),
+                    ("a2", rows([10, 20], [12, 22], [30, 5])), ("b2", rows([5, 20], [12, 22], [30, 5]))):
+        p = tmp_path / (n + ".json")
+        p.write_text(json.dumps(data))
+        paths.append(str(p))
+    out = {(r["a"], r["b"]): r for r in lab.summarize(paths, "smem")}
+    assert out[("A1", "B1")]["cases"] == 2
+    assert out[("A1", "B1")]["family_ratio"] == pytest.approx(2 ** 0.5)   # geomean of 2 and 1
+    assert out[("A1", "B1")]["overall_ratio"] == pytest.approx(2 ** 0.5)  # 10 -> 5 on case 0; 5 -> 5 on case 1
+    assert out[("A1", "A2")]["family_ratio"] == pytest.approx(1.0)
+    assert out[("A2", "B2")]["family_ratio"] == pytest.approx(2 ** 0.5)
+    # two runs: one pair (A1 / B1), here for the mma family (unchanged)
+    two = lab.summarize([paths[0], str(tmp_path / "b1.json")], "mma")
+    assert two[0]["family_ratio"] == pytest.approx(1.0) and len(two) == 1

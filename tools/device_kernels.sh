@@ -4,7 +4,7 @@
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
 #                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma] [ab-mma] [ab-small]
 #                                             [probe] [probe-mma] [variants-reuse] [ab-layout] [ab-order] [ab-align8] [ab-clusters]
-#                                             [ab-bigchunk] [ab-pairs] [ab-h2] [ncu-h2]
+#                                             [ab-bigchunk] [ab-pairs] [ab-h2] [ncu-h2] [ab-blocks4]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Stages run in this file's order (build, test, sanitizers, ..., bench-full, the A/B stages, ...), not in the order
@@ -165,6 +165,28 @@ fi
 if has ab-clusters && fits 120; then
   mma_ab clusters TRT_SPARSE_MMA_CFG_LIMIT=12 \
     "fp16 mma with the round-14 cluster configs (A) vs the round-13 configs only (B: TRT_SPARSE_MMA_CFG_LIMIT=12)" "0.9 0.95"
+fi
+if has ab-blocks4 && fits 200; then
+  say "A/B across processes: smem KW <= 2 configs compiled for 3 blocks per SM (A, build/) vs 4 (B, -DTSC_SMEM_BLOCKS_KW2=4)"
+  (cmake -S plugin -B build_b4 -DTSC_CUDA_ARCHS=90 -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_FLAGS=-DTSC_SMEM_BLOCKS_KW2=4 \
+     >"$OUT/build_b4.log" 2>&1 && cmake --build build_b4 -j16 >>"$OUT/build_b4.log" 2>&1) || { say "B4 BUILD FAILED"; status=1; }
+  LB4=$(ls build_b4/kernels/libtrt_sparse_kernels.so 2>/dev/null)
+  if [ -n "$LB4" ]; then
+    TRT_SPARSE_KERNELS_LIB=$PWD/$LB4 python3 -m pytest -q -m gpu tests/test_kernels_gpu.py \
+      -k "test_every_variant_matches_reference or test_nhwc_matches_reference or test_half2_smem" >"$OUT/pytest_b4.log" 2>&1 || status=1
+    say "tests with the 4-block library: $(tail -1 "$OUT/pytest_b4.log")"
+    B4L=${B4_LAYERS:-resnet50_3x3_c64_h56 resnet50_3x3_c128_h28 resnet50_3x3_c256_h14 vgg16_3x3_c64_k128_h112 vgg16_3x3_c256_k256_h56 vgg16_3x3_c512_k512_h28}
+    # A, B, A, B in separate processes (the library is chosen at import): a1 / a2 measures the process-to-process noise
+    for run in a1 b1 a2 b2; do
+      fits 40 || break
+      lib=""; [ "${run#b}" != "$run" ] && lib=$PWD/$LB4
+      TRT_SPARSE_KERNELS_LIB=$lib timeout 150 python3 bench/variant_times.py --family smem --sparsity 0.9 0.95 --dtype fp32 \
+        --batch 1 8 --only $B4L --json "$OUT/vt_$run.json" >"$OUT/vt_$run.log" 2>&1 || status=1
+      say "run $run done"
+    done
+    python3 bench/lib_ab_summary.py "$OUT"/vt_a1.json "$OUT"/vt_b1.json "$OUT"/vt_a2.json "$OUT"/vt_b2.json --family smem \
+      --json "$OUT/ab_blocks4.json" || status=1
+  fi
 fi
 if has ab-bigchunk && fits 100; then
   mma_ab bigchunk TRT_SPARSE_MMA_CFG_LIMIT=17 \

@@ -454,8 +454,11 @@ struct H2FixedPitch {
  * per SM for the 2-accumulator 8x8 x KW 1 tile, 3 for KW <= 2, 2 otherwise: 64 / 80 / 128),
  * SW compile-time horizontal stride (0: runtime p.sw), FP compile-time row pitch (0: runtime p.pitch; > 0 only
  * with stride 1 both ways and p.pitch == FP: every pixel's address is the nonzero's plus an immediate). */
+#ifndef TSC_SMEM_BLOCKS_KW2
+#define TSC_SMEM_BLOCKS_KW2 3 /* blocks per SM the KW <= 2 configs are compiled for (A/B: -DTSC_SMEM_BLOCKS_KW2=4) */
+#endif
 template <typename T, int LW, int PXH, int PXW, int KW, int SW, int FP, bool H2 = false>
-__global__ void __launch_bounds__(256, KW == 1 && PXH * PXW <= 2 ? 4 : (KW <= 2 ? 3 : 2)) smem_kernel(SmemParams p, const TSC_GRID_CONST TmaDesc tmap) {
+__global__ void __launch_bounds__(256, KW == 1 && PXH * PXW <= 2 ? 4 : (KW <= 2 ? TSC_SMEM_BLOCKS_KW2 : 2)) smem_kernel(SmemParams p, const TSC_GRID_CONST TmaDesc tmap) {
     using namespace smem_detail;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     constexpr int LH = 32 / LW;
