@@ -28,6 +28,8 @@ struct BurstParams {
     int N, C, K, P, Q;
     int pad_t, pad_l;
     int BW, IH, Cc, CB, CL, Kb, WK, WC, tiles_x, ent_cap, in_bytes, act;
+    const float* x; /* the input, for per-thread staging where TMA cannot map it (use_tma 0) */
+    int H, W, use_tma;
 };
 
 __device__ __forceinline__ unsigned smem_u32(const void* p) {
@@ -62,10 +64,10 @@ __global__ void __launch_bounds__(256) burst_kernel(const __grid_constant__ CUte
     __syncthreads();
     if (tid == 0) {
         const unsigned chan_bytes = (unsigned)(p.IH * p.BW * 4);
-        const unsigned total = (unsigned)p.Cc * chan_bytes + (unsigned)ent_bytes;
+        const unsigned total = (p.use_tma ? (unsigned)p.Cc * chan_bytes : 0u) + (unsigned)ent_bytes;
         asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(s_bar), "r"(total) : "memory");
         const int c0 = rank * p.Cc;
-        for (int cb = 0; cb < p.Cc; cb += p.CB) {
+        for (int cb = 0; p.use_tma && cb < p.Cc; cb += p.CB) {
             /* boxes start at a 16-byte aligned column (misaligned starts fault, see sparse_conv.cu) */
             const int x0 = ((ox0 - p.pad_l) >> 2) << 2, y0 = oy0 - p.pad_t, cc = c0 + cb;
             asm volatile(
@@ -77,6 +79,26 @@ __global__ void __launch_bounds__(256) burst_kernel(const __grid_constant__ CUte
         if (ent_bytes > 0)
             asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                          ::"r"(s_ent), "l"(src), "r"(ent_bytes), "r"(s_bar) : "memory");
+    }
+    if (!p.use_tma) {
+        /* per-thread staging: warp w takes staged rows w, w + 8, ..; lanes the columns; 4-byte cp.async with zero
+         * fill for the padding (every copy in flight before the one wait) */
+        const int x0 = ((ox0 - p.pad_l) >> 2) << 2, y0 = oy0 - p.pad_t, c0 = rank * p.Cc;
+        const int rows = p.Cc * p.IH;
+        for (int rr = warp; rr < rows; rr += 8) {
+            const int c = rr / p.IH, iy = y0 + rr % p.IH, cg_ = c0 + c;
+            const bool rok = iy >= 0 && iy < p.H && cg_ < p.C;
+            const float* src = p.x + (((size_t)n * p.C + (rok ? cg_ : 0)) * p.H + (rok ? iy : 0)) * p.W;
+            const unsigned dst = s_in + (unsigned)(rr * p.BW) * 4u;
+            for (int col = lane; col < p.BW; col += 32) {
+                const int ix = x0 + col;
+                const bool ok = rok && ix >= 0 && ix < p.W;
+                asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst + (unsigned)col * 4u),
+                             "l"(src + (ok ? ix : 0)), "r"(ok ? 4 : 0) : "memory");
+            }
+        }
+        asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+        __syncthreads();
     }
     const int kg = warp % p.WK, cs = warp / p.WK;
     const int lr = lane / LW, lc = lane % LW;
@@ -206,7 +228,9 @@ extern "C" int burst_launch(int cfg, const float* x, float* y, const int2* entri
     const cuuint32_t box[4] = {(cuuint32_t)BW, (cuuint32_t)IH, (cuuint32_t)CB, 1u};
     const cuuint32_t es[4] = {1u, 1u, 1u, 1u};
     CUtensorMap m;
-    if (enc(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<float*>(x), dims, strides, box, es,
+    std::memset(&m, 0, sizeof(m));
+    const bool use_tma = (W * 4) % 16 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
+    if (use_tma && enc(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<float*>(x), dims, strides, box, es,
             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
         return -3;
@@ -215,6 +239,7 @@ extern "C" int burst_launch(int cfg, const float* x, float* y, const int2* entri
     p.N = N; p.C = C; p.K = K; p.P = P; p.Q = Q; p.pad_t = pad_t; p.pad_l = pad_l;
     p.BW = BW; p.IH = IH; p.Cc = Cc; p.CB = CB; p.CL = CL; p.Kb = Kb; p.WK = WK; p.WC = WC;
     p.tiles_x = tiles_x; p.ent_cap = ent_cap; p.in_bytes = in_bytes; p.act = act;
+    p.x = x; p.H = H; p.W = W; p.use_tma = use_tma ? 1 : 0;
     const KernelFn fn = kCfgs[cfg].fn;
     cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (e != cudaSuccess) return (int)e;

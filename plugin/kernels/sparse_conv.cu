@@ -100,6 +100,17 @@ struct MmaLayout {
     unsigned* koff = nullptr;
 };
 
+/* Single-stage (burst) layout: per (group, cluster rank) one list of (value bits, byte offset) and per (group, rank,
+ * warp, channel of the warp) its range; geometry from build_burst_layout. */
+struct BurstLayout {
+    bool ok = false;
+    int BW = 0, IH = 0, Cc = 0, CB = 0, ncopies = 0, WC = 0, Kb = 0, groups = 0, cap = 0, in_bytes = 0;
+    size_t smem = 0;
+    int2* entries = nullptr;
+    int* seg = nullptr;
+    size_t bytes = 0;
+};
+
 struct Tuned {
     int N, H, W;
     Variant v;
@@ -124,6 +135,9 @@ struct tsc_plan {
     SmemLayout slay[kSmemSlots]; /* per kSmemCfgs entry (ok: available) */
     SmemLayout rlay[16]; /* per register-reuse config (tsc::REUSE_CFGS; ok: available) */
     MmaLayout mlay[tsc::MMA_CFGS]; /* per tensor-core config (fp16, or fp32 with TF32; sm_80+) */
+    BurstLayout blay[tsc::BURST_CFGS]; /* per single-stage config (NCHW, stride_w 1, sm_90+) */
+    bool burst = false;          /* the single-stage kernel can run (sm_90+ code, clusters); TRT_SPARSE_NO_BURST=1: off */
+    int smem_optin_full = 48 * 1024; /* the device's opt-in shared memory per block (burst layouts) */
     /* validated canonical CSR kept on the host to build layouts later */
     std::vector<int32_t> h_rowoff, h_idx;
     std::vector<float> h_val;
@@ -1026,6 +1040,10 @@ void free_plan(tsc_plan* p) {
         cudaFree(p->mlay[i].afrag);
         cudaFree(p->mlay[i].koff);
     }
+    for (int i = 0; i < tsc::BURST_CFGS; ++i) {
+        cudaFree(p->blay[i].entries);
+        cudaFree(p->blay[i].seg);
+    }
     for (int i = 0; i < kSmemSlots + 16 + tsc::MMA_CFGS; ++i) {
         SmemLayout& L = i < kSmemSlots ? p->slay[i]
                                        : (i < kSmemSlots + 16 ? p->rlay[i - kSmemSlots] : p->mlay[i - kSmemSlots - 16].s);
@@ -1097,6 +1115,126 @@ int default_lw(const tsc_plan* p, int cfg, int Q) {
     return std::min(5, ilog2_ceil((Q + ci.pw - 1) / ci.pw));
 }
 
+/* ---- single-stage (burst) kernel: geometry, layout, launch parameters ---- */
+
+/* Staged row pitch (elements, a multiple of 16 bytes, >= min_w, <= 256) with the fewest shared-memory bank conflicts
+ * for the kernel's lanes (row lr * row_step, columns lc + j * lw), or 0. */
+int burst_pitch(int min_w, int lw, int pc, int row_step, int es) {
+    const int al = 16 / es;
+    int best = 0, best_deg = 1 << 30;
+    for (int bw = (min_w + al - 1) / al * al; bw <= 256 && bw <= (min_w + al - 1) / al * al + 64; bw += al) {
+        int deg = 1;
+        for (int j = 0; j < pc; ++j) {
+            int words[32][32];
+            int nw[32] = {0};
+            for (int lane = 0; lane < 32; ++lane) {
+                const int e = (lane / lw) * row_step * bw + lane % lw + j * lw;
+                const int word = e * es / 4, bank = word % 32;
+                bool seen = false;
+                for (int q = 0; q < nw[bank]; ++q) seen = seen || words[bank][q] == word;
+                if (!seen) words[bank][nw[bank]++] = word;
+                deg = std::max(deg, nw[bank]);
+            }
+        }
+        if (deg < best_deg) { best_deg = deg; best = bw; }
+    }
+    return best;
+}
+
+/* Geometry of burst config ci (out->ok where it can run this plan) and, with build, its device layout. */
+tsc_status build_burst_layout(tsc_plan* p, const tsc_weights* w, int ci, BurstLayout* out, bool build) {
+    const tsc_conv_desc& d = p->d;
+    const tsc::BurstCfgInfo cfg = tsc::burst_cfg_info(ci);
+    out->ok = false;
+    if (!p->burst || p->layout != TSC_NCHW || d.stride_w != 1 || (cfg.cl > 1 && !p->clusters)) return TSC_OK;
+    const int es = p->dtype == TSC_FLOAT16 ? 2 : 4;
+    const int TH = 32 / cfg.lw, TW = cfg.lw * cfg.pc, WC = 8 / cfg.wk, Kb = cfg.wk * cfg.kpw;
+    const long long IH = (long long)(TH - 1) * d.stride_h + (long long)(d.R - 1) * d.dilation_h + 1;
+    const long long IW = (long long)TW + (long long)(d.S - 1) * d.dilation_w + (16 / es - 1); /* + lead columns */
+    if (IH > 256 || IW > 256) return TSC_OK;
+    const int BW = burst_pitch((int)IW, cfg.lw, cfg.pc, d.stride_h, es);
+    if (BW == 0) return TSC_OK;
+    const int CL = cfg.cl, Cc = (d.C + CL - 1) / CL;
+    if ((long long)Cc * (CL - 1) >= d.C) return TSC_OK; /* a cluster rank without input channels */
+    const int ncopies = (Cc + 255) / 256, CB = (Cc + ncopies - 1) / ncopies;
+    const long long chan = IH * BW;
+    long long in_bytes = ((long long)ncopies * CB * chan * es + 127) / 128 * 128;
+    if (WC > 1 || CL > 1) in_bytes = std::max(in_bytes, ((long long)WC * Kb * TH * TW * 4 + 127) / 128 * 128);
+    const int G = (d.K + Kb - 1) / Kb;
+    if ((long long)G * CL > 65535) return TSC_OK;
+    /* entries per (group, rank) list */
+    const int RS = d.R * d.S;
+    std::vector<int> cnt((size_t)G * CL, 0);
+    for (int k = 0; k < d.K; ++k)
+        for (int i = w->row_offsets[k]; i < w->row_offsets[k + 1]; ++i)
+            ++cnt[(size_t)(k / Kb) * CL + (w->indices[i] / RS) / Cc];
+    int cap = 2;
+    for (size_t i = 0; i < cnt.size(); ++i) cap = std::max(cap, cnt[i]);
+    cap = (cap + 1) / 2 * 2; /* a list is a multiple of 16 bytes (bulk copy) */
+    const long long smem = in_bytes + (long long)cap * 8 + 16;
+    const long long tx = (long long)ncopies * CB * chan * es + (long long)cap * 8; /* mbarrier tx count < 2^20 */
+    if (smem > p->smem_optin_full || tx >= (1LL << 20)) return TSC_OK;
+    out->BW = BW; out->IH = (int)IH; out->Cc = Cc; out->CB = CB; out->ncopies = ncopies; out->WC = WC; out->Kb = Kb;
+    out->groups = G; out->cap = cap; out->in_bytes = (int)in_bytes; out->smem = (size_t)smem;
+    out->ok = true;
+    if (!build) return TSC_OK;
+    std::vector<int2> entries((size_t)G * CL * cap, make_int2(0, 0));
+    std::vector<int> seg((size_t)G * CL * 8 * cfg.kpw * 2, 0);
+    const int wsl = (Cc + WC - 1) / WC;
+    for (int g = 0; g < G; ++g)
+        for (int r = 0; r < CL; ++r) {
+            const size_t bl = (size_t)g * CL + r;
+            int n = 0;
+            const int c0 = r * Cc;
+            for (int warp = 0; warp < 8; ++warp) {
+                const int kg = warp % cfg.wk, cs = warp / cfg.wk;
+                const int ca = c0 + cs * wsl, cz = std::min(std::min(c0 + Cc, d.C), c0 + (cs + 1) * wsl);
+                for (int kk = 0; kk < cfg.kpw; ++kk) {
+                    const int k = g * Kb + kg * cfg.kpw + kk;
+                    int* sg = &seg[((bl * 8 + warp) * cfg.kpw + kk) * 2];
+                    sg[0] = n;
+                    if (k < d.K)
+                        for (int i = w->row_offsets[k]; i < w->row_offsets[k + 1]; ++i) {
+                            const int idx = w->indices[i], c = idx / RS, rr = (idx % RS) / d.S, ss = idx % d.S;
+                            if (c < ca || c >= cz) continue;
+                            int2 e;
+                            std::memcpy(&e.x, &w->values[i], 4);
+                            e.y = (int)((((long long)(c - c0) * IH + (long long)rr * d.dilation_h) * BW +
+                                         (long long)ss * d.dilation_w) * es);
+                            entries[bl * cap + n++] = e;
+                        }
+                    sg[1] = n;
+                }
+            }
+        }
+    tsc_status st;
+    if ((st = upload(&out->entries, entries.data(), entries.size(), &out->bytes)) != TSC_OK) return st;
+    return upload(&out->seg, seg.data(), seg.size(), &out->bytes);
+}
+
+/* Launch parameters of burst variant v for this shape; false where it cannot run it. */
+bool burst_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P, int Q, const void* x, void* y,
+                  tsc::BurstParams* bp, int* grid_x, int* grid_y) {
+    if (v.cfg < 0 || v.cfg >= tsc::BURST_CFGS || N > 65535) return false;
+    const BurstLayout& L = p->blay[v.cfg];
+    if (!L.ok) return false;
+    const tsc::BurstCfgInfo cfg = tsc::burst_cfg_info(v.cfg);
+    const int TH = 32 / cfg.lw, TW = cfg.lw * cfg.pc;
+    const long long tiles = (long long)((P + TH - 1) / TH) * ((Q + TW - 1) / TW);
+    if (tiles >= (1LL << 31)) return false;
+    bp->x = x; bp->y = y; bp->entries = L.entries; bp->seg = L.seg; bp->bias = p->bias;
+    bp->N = N; bp->C = p->d.C; bp->H = H; bp->W = W; bp->K = p->d.K; bp->P = P; bp->Q = Q;
+    bp->pad_t = p->d.pad_top; bp->pad_l = p->d.pad_left; bp->sh = p->d.stride_h;
+    bp->BW = L.BW; bp->IH = L.IH; bp->Cc = L.Cc; bp->CB = L.CB; bp->ncopies = L.ncopies;
+    bp->CL = cfg.cl; bp->Kb = L.Kb; bp->WK = cfg.wk; bp->WC = L.WC; bp->tiles_x = (Q + TW - 1) / TW;
+    bp->ent_cap = L.cap; bp->in_bytes = L.in_bytes;
+    bp->act = p->d.activation; bp->clip_min = p->d.clip_min; bp->clip_max = p->d.clip_max;
+    bp->use_tma = 0;
+    *grid_x = (int)tiles;
+    *grid_y = L.groups * cfg.cl;
+    return true;
+}
+
 /* Heuristic variant (without tsc_plan_tune), from the H200 sweeps (docs/PERFORMANCE.md, bench/results/
  * h200_smem_*.json). Convolutions (NCHW or NHWC) wider than 1x1 with >= 150K outputs (N x K x P x Q) run the
  * shared-memory kernel: 16x16 tiles x 2 channels per warp for large maps (P, Q >= 28 and >= 800K outputs),
@@ -1117,13 +1255,14 @@ Variant heuristic_variant(const tsc_plan* p, int N, int H, int W, int P, int Q) 
 
 /* ---- lazy layouts: a key per device layout (generic, tile kt 8/16/32, smem cfg) ---- */
 const int kKeyGeneric = 0, kKeyTile0 = 1, kKeySmem0 = 4, kKeyReuse0 = 4 + kSmemSlots, kKeyMma0 = kKeyReuse0 + 16,
-          kKeyCount = kKeyMma0 + tsc::MMA_CFGS;
+          kKeyBurst0 = kKeyMma0 + tsc::MMA_CFGS, kKeyCount = kKeyBurst0 + tsc::BURST_CFGS;
 
 int layout_key(const tsc_plan* p, const Variant& v) {
     if (v.kind == 1) return kKeyTile0 + lay_index(tsc::tile_cfg_info(p->geom, v.cfg).kt);
     if (v.kind == 3) return kKeySmem0 + v.cfg;
     if (v.kind == 4) return kKeyReuse0 + v.cfg;
     if (v.kind == 5) return kKeyMma0 + v.cfg;
+    if (v.kind == 6) return kKeyBurst0 + v.cfg;
     return kKeyGeneric;
 }
 
@@ -1132,12 +1271,20 @@ bool key_built(const tsc_plan* p, int key) {
     if (key < kKeySmem0) return p->lay[key - kKeyTile0].entries != nullptr;
     if (key < kKeyReuse0) return p->slay[key - kKeySmem0].entries != nullptr;
     if (key < kKeyMma0) return p->rlay[key - kKeyReuse0].entries != nullptr;
+    if (key >= kKeyBurst0) return p->blay[key - kKeyBurst0].entries != nullptr;
     return p->mlay[key - kKeyMma0].afrag != nullptr;
 }
 
 /* Free a layout's arrays (never the generic one); its geometry stays. Caller holds bmu. */
 void free_key_locked(tsc_plan* p, int key) {
     if (key == kKeyGeneric) return;
+    if (key >= kKeyBurst0) {
+        BurstLayout& B = p->blay[key - kKeyBurst0];
+        cudaFree(B.entries); cudaFree(B.seg);
+        B.entries = nullptr; B.seg = nullptr;
+        B.bytes = 0;
+        return;
+    }
     if (key < kKeySmem0) {
         TileLayout& L = p->lay[key - kKeyTile0];
         cudaFree(L.entries); cudaFree(L.goff); cudaFree(L.perm);
@@ -1178,6 +1325,9 @@ tsc_status ensure_key(const tsc_plan* cp, int key) {
     } else if (key >= kKeyReuse0 && key < kKeyMma0) {
         if (!p->rlay[key - kKeyReuse0].ok) return fail(TSC_ERR_UNSUPPORTED, "reuse layout not available for this plan");
         st = build_reuse_layout(p, &w, key - kKeyReuse0, &p->rlay[key - kKeyReuse0], true);
+    } else if (key >= kKeyBurst0 && key < kKeyCount) {
+        if (!p->blay[key - kKeyBurst0].ok) return fail(TSC_ERR_UNSUPPORTED, "burst layout not available for this plan");
+        st = build_burst_layout(p, &w, key - kKeyBurst0, &p->blay[key - kKeyBurst0], true);
     } else if (key >= kKeyMma0 && key < kKeyCount) {
         if (!p->mlay[key - kKeyMma0].s.ok) return fail(TSC_ERR_UNSUPPORTED, "tensor-core layout not available for this plan");
         st = build_mma_layout(p, &w, key - kKeyMma0, &p->mlay[key - kKeyMma0], true);
@@ -1214,6 +1364,7 @@ size_t device_bytes(const tsc_plan* p) {
     for (int i = 0; i < kSmemSlots; ++i) b += p->slay[i].bytes;
     for (int i = 0; i < 16; ++i) b += p->rlay[i].bytes;
     for (int i = 0; i < tsc::MMA_CFGS; ++i) b += p->mlay[i].s.bytes;
+    for (int i = 0; i < tsc::BURST_CFGS; ++i) b += p->blay[i].bytes;
     return b;
 }
 
@@ -1306,6 +1457,32 @@ bool encode_input_map(const tsc_plan* p, const tsc::SmemParams& sp, int TW, cons
 #endif
 }
 
+/* Tensor map of the NCHW input for a burst launch (box: BW columns x IH rows x CB channels of one image); false where
+ * TMA cannot map it (16-byte aligned base and row stride) -- the kernel then stages with per-thread copies. */
+bool encode_burst_map(const tsc_plan* p, const tsc::BurstParams& bp, const void* x, tsc::TmaDesc* out) {
+#if defined(TSC_HAS_TMA)
+    const PFN_cuTensorMapEncodeTiled_v12000 enc = tensor_map_encoder();
+    const long long es = p->dtype == TSC_FLOAT16 ? 2 : 4;
+    if (!enc || !p->tma || !x || reinterpret_cast<uintptr_t>(x) % 16 != 0 || (bp.W * es) % 16 != 0) return false;
+    const cuuint64_t dims[4] = {(cuuint64_t)bp.W, (cuuint64_t)bp.H, (cuuint64_t)bp.C, (cuuint64_t)bp.N};
+    const cuuint64_t strides[3] = {(cuuint64_t)(bp.W * es), (cuuint64_t)((long long)bp.H * bp.W * es),
+                                   (cuuint64_t)((long long)bp.C * bp.H * bp.W * es)};
+    if (strides[2] >= (1ULL << 40)) return false;
+    const cuuint32_t box[4] = {(cuuint32_t)bp.BW, (cuuint32_t)bp.IH, (cuuint32_t)bp.CB, 1u};
+    const cuuint32_t estr[4] = {1u, 1u, 1u, 1u};
+    CUtensorMap m;
+    if (enc(&m, es == 2 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<void*>(x),
+            dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+            CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+        return false;
+    std::memcpy(out, &m, sizeof(m));
+    return true;
+#else
+    (void)p; (void)bp; (void)x; (void)out;
+    return false;
+#endif
+}
+
 bool same_variant(const Variant& a, const Variant& b) {
     return a.kind == b.kind && a.cfg == b.cfg && a.nsplit == b.nsplit && a.lw_log2 == b.lw_log2 && a.vec == b.vec;
 }
@@ -1338,6 +1515,15 @@ tsc_status launch_variant(const tsc_plan* p, const Variant& v, int N, int H, int
         const bool fast = sp.lead == 3;
         e = p->dtype == TSC_FLOAT16 ? tsc::launch_reuse_f16(v.cfg, fast, sp, smem, s)
                                     : tsc::launch_reuse_f32(v.cfg, fast, sp, smem, s);
+    } else if (v.kind == 6) {
+        tsc::BurstParams bp;
+        int gx = 0, gy = 0;
+        if (!burst_params(p, v, N, H, W, P, Q, x, y, &bp, &gx, &gy))
+            return fail(TSC_ERR_UNSUPPORTED, "burst variant cannot run this shape");
+        tsc::TmaDesc tm;
+        bp.use_tma = encode_burst_map(p, bp, x, &tm) ? 1 : 0;
+        e = tsc::launch_burst(p->dtype == TSC_FLOAT16, v.cfg, bp, bp.use_tma ? &tm : nullptr, p->blay[v.cfg].smem, gx,
+                              gy, s);
     } else if (v.kind == 5) {
         tsc::MmaParams mp;
         if (!mma_params(p, v, N, H, W, P, Q, x, y, &mp))
@@ -1425,6 +1611,17 @@ std::vector<Variant> candidates(const tsc_plan* plan, int N, int H, int W, int P
             tsc::MmaParams mp;
             if (mma_params(plan, v, N, H, W, P, Q, x, y, &mp)) cands.push_back(v);
         }
+    if (plan->burst)
+        for (int c = 0; c < tsc::BURST_CFGS; ++c) {
+            Variant v = {6, c, 1, 0, 0};
+            tsc::BurstParams bp;
+            int gx = 0, gy = 0;
+            if (!burst_params(plan, v, N, H, W, P, Q, x, y, &bp, &gx, &gy)) continue;
+            /* offered where the tiles are mostly filled (its kind of layer: small maps) */
+            const tsc::BurstCfgInfo ci = tsc::burst_cfg_info(c);
+            const long long area = (long long)gx * (32 / ci.lw) * (ci.lw * ci.pc);
+            if (2LL * P * Q >= area) cands.push_back(v);
+        }
     if (plan->geom >= 0) {
         /* the list depends on the shape only (indices stay stable); an unaligned input runs the vec
          * variants on the scalar path */
@@ -1466,6 +1663,12 @@ std::string variant_name(const tsc_plan* plan, const Variant& v) {
                (c.cl > 1 ? ",cluster=" + std::to_string(c.cl) : std::string()) +
                (c.sb != 48 ? ",stage=" + std::to_string(c.sb) + "k" : std::string()) +
                (plan->dtype == TSC_FLOAT32 ? ",tf32" : "") + ")";
+    }
+    if (v.kind == 6) {
+        const tsc::BurstCfgInfo c = tsc::burst_cfg_info(v.cfg);
+        return "burst(tile=" + std::to_string(32 / c.lw) + "x" + std::to_string(c.lw * c.pc) + ",kw=" +
+               std::to_string(c.kpw) + ",csplit=" + std::to_string(8 / c.wk) +
+               (c.cl > 1 ? ",cluster=" + std::to_string(c.cl) : std::string()) + ")";
     }
     const tsc::TileCfgInfo ci = tsc::tile_cfg_info(plan->geom, v.cfg);
     return "tile(kt=" + std::to_string(ci.kt) + ",px=" + std::to_string(ci.ph) + "x" + std::to_string(ci.pw) +
@@ -1556,6 +1759,7 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, dev);
         p->mma = cc_major >= 8 && tsc::mma_supported();
         p->tma = p->clusters && tma_available(); /* see encode_input_map */
+        p->burst = p->clusters && !env_flag("TRT_SPARSE_NO_BURST") && tsc::burst_supported();
         p->mma_sorted = env_flag("TRT_SPARSE_MMA_SORTED");
         p->mma_align8 = env_flag("TRT_SPARSE_MMA_ALIGN8");
         p->pair_stage = cc_major >= 8 && !env_flag("TRT_SPARSE_NO_PAIR_STAGE");
@@ -1567,6 +1771,7 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
     if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess || optin < 48 * 1024)
         optin = 48 * 1024;
     p->smem_optin = std::min(optin, 8 * 128 * 32 * 4); /* largest split buffer any variant needs */
+    p->smem_optin_full = optin;
     cudaGetLastError();
 
     /* generic layout: CSR over k of (value, c, r*dh, s*dw) */
@@ -1602,11 +1807,14 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
             build_reuse_layout(p, weights, c, &p->rlay[c], false); /* geometry only */
         for (int c = 0; c < tsc::MMA_CFGS; ++c)
             build_mma_layout(p, weights, c, &p->mlay[c], false); /* geometry only */
+        for (int c = 0; c < tsc::BURST_CFGS; ++c)
+            build_burst_layout(p, weights, c, &p->blay[c], false); /* geometry only */
         if (dev >= 0 && dev < 64) {
-            const int bytes = p->smem_optin;
-            std::call_once(g_reuse_once[dev], [bytes]() {
+            const int bytes = p->smem_optin, optin_full = p->smem_optin_full;
+            std::call_once(g_reuse_once[dev], [bytes, optin_full]() {
                 tsc::reuse_set_smem_limit_f32(bytes);
                 tsc::reuse_set_smem_limit_f16(bytes);
+                if (tsc::burst_supported()) tsc::burst_set_smem_limit(optin_full);
                 if (tsc::mma_supported()) { /* configs with more than 48 KB of staging */
                     tsc::mma_set_smem_limit_f16(bytes);
                     tsc::mma_set_smem_limit_tf32(bytes);

@@ -243,6 +243,59 @@ bool mma_supported();
 cudaError_t mma_set_smem_limit_f16(int bytes);
 cudaError_t mma_set_smem_limit_tf32(int bytes);
 
+/* Single-stage ("burst") kernel (burst_kernel.cu, sm_90+): X(id, LW, PC, KPW, WK, CL) per config: lanes LW along a
+ * row x 32 / LW rows, PC pixels per lane (tile 32 / LW x LW * PC), KPW output channels per warp, WK warp groups over
+ * the output channels (WC = 8 / WK warps split the block's input channels), CL blocks per cluster splitting C.
+ * Ids are stable (variant ids): append, never reorder. */
+#define TSC_BURST_FOR_EACH(X) \
+    X(0, 4, 8, 1, 8, 1) \
+    X(1, 4, 8, 2, 4, 1) \
+    X(2, 4, 7, 1, 8, 1) \
+    X(3, 4, 7, 2, 4, 2) \
+    X(4, 2, 7, 2, 4, 2) \
+    X(5, 2, 7, 2, 4, 4) \
+    X(6, 4, 2, 4, 4, 4) \
+    X(7, 4, 2, 2, 4, 8) \
+    X(8, 4, 2, 4, 2, 8) \
+    X(9, 4, 4, 2, 4, 2) \
+    X(10, 8, 4, 1, 8, 1) \
+    X(11, 2, 14, 1, 8, 1) \
+    X(12, 4, 4, 2, 4, 4) \
+    X(13, 2, 7, 1, 8, 8) \
+    X(14, 4, 2, 2, 8, 8) \
+    X(15, 4, 8, 1, 4, 2)
+static const int BURST_CFGS = 16;
+struct BurstCfgInfo { int lw, pc, kpw, wk, cl; };
+inline BurstCfgInfo burst_cfg_info(int id) {
+    static const BurstCfgInfo t[BURST_CFGS] = {
+#define TSC_BURST_ROW(I, LW, PC, KPW, WK, CL) {LW, PC, KPW, WK, CL},
+        TSC_BURST_FOR_EACH(TSC_BURST_ROW)
+#undef TSC_BURST_ROW
+    };
+    return t[id];
+}
+struct BurstParams {
+    const void* x;          /* input (per-thread staging when use_tma is 0) */
+    void* y;
+    const int2* entries;    /* per (group, cluster rank): ent_cap (value bits, byte offset in the staged slice) */
+    const int* seg;         /* per (group, rank, warp, channel of the warp): begin, end in that list */
+    const float* bias;      /* K values */
+    int N, C, H, W, K, P, Q;
+    int pad_t, pad_l, sh;
+    int BW, IH;             /* staged row pitch (elements, a multiple of 16 bytes) and rows */
+    int Cc, CB, ncopies;    /* input channels per block; channels per TMA box and boxes per block */
+    int CL, Kb, WK, WC, tiles_x, ent_cap, in_bytes;
+    int act;
+    float clip_min, clip_max;
+    int use_tma;
+};
+/* true when the library holds sm_90+ code of the burst kernel for the current device. */
+bool burst_supported();
+/* Opt every burst kernel into `bytes` of dynamic shared memory (once per process and device). */
+cudaError_t burst_set_smem_limit(int bytes);
+cudaError_t launch_burst(bool fp16, int cfg, const BurstParams& p, const TmaDesc* tmap, size_t smem, int grid_x,
+                         int grid_y, cudaStream_t s);
+
 /* Dynamic shared memory a tile launch needs (0 without split). */
 inline size_t tile_smem_bytes(int geom, int cfg, int nsplit) {
     if (nsplit <= 1) return 0;

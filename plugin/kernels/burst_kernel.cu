@@ -1,0 +1,271 @@
+/*
+ * Single-stage ("burst") sparse direct convolution for small maps (batch-1 ResNet-style layers), NCHW, stride_w 1,
+ * any R x S, stride_h, dilation and pads; fp32 or fp16 I/O (fp32 accumulation); sm_90+ (TMA, clusters).
+ *
+ * One block = an output tile (32 / LW rows x LW * PC columns) x Kb = WK * KPW output channels x a slice of Cc input
+ * channels; the CL blocks of a thread-block cluster split C and reduce through distributed shared memory (one
+ * launch, no atomics, no zeroing). The block's whole input slice (tile + halo, zero padding by TMA's out-of-bounds
+ * fill, or by zero-filling cp.async where TMA cannot map the input) and its whole nonzero list arrive before ONE
+ * wait: no chunk loop, no per-chunk barrier -- the staged kernels' per-chunk round trips were their fixed cost on
+ * batch-1 small maps (docs/PERFORMANCE.md, round 22). Lane (lr, lc) owns PC pixels of one output row (columns lc +
+ * j * LW), so a nonzero costs one warp-uniform LDS.64 (value bits, byte offset), one IADD and PC (LDS + FFMA) with
+ * immediate offsets. The 8 warps are WK output-channel groups x WC = 8 / WK input-channel slices.
+ */
+#include <cuda_fp16.h>
+#include <cstring>
+#include "tsc_internal.h"
+#if defined(CUDART_VERSION) && CUDART_VERSION >= 12000
+#define TSC_BURST_BUILD 1
+#endif
+
+namespace tsc {
+namespace {
+
+#if defined(TSC_BURST_BUILD)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ void b_cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+}
+/* The float at shared-window address a in block `rank` of the cluster (DSMEM). */
+__device__ __forceinline__ float b_ld_peer(unsigned a, unsigned rank) {
+    unsigned ra;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
+    return v;
+}
+__device__ __forceinline__ float b_ld(unsigned a, const float*) {
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(a));
+    return v;
+}
+__device__ __forceinline__ float b_ld(unsigned a, const __half*) {
+    unsigned short v;
+    asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(a));
+    return __half2float(__ushort_as_half(v));
+}
+__device__ __forceinline__ void b_st(float* p, float v) { *p = v; }
+__device__ __forceinline__ void b_st(__half* p, float v) { *p = __float2half_rn(v); }
+__device__ __forceinline__ float b_act(float v, const BurstParams& p) {
+    if (p.act == 1) return fmaxf(v, 0.0f);
+    if (p.act == 2) return fminf(fmaxf(v, p.clip_min), p.clip_max);
+    return v;
+}
+#endif
+
+template <typename T, int LW, int PC, int KPW>
+__global__ void __launch_bounds__(256) burst_kernel(const __grid_constant__ TmaDesc tmap, const BurstParams p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(128) unsigned char smem[];
+    constexpr int LH = 32 / LW, TH = LH, TW = LW * PC, ES = (int)sizeof(T), AL = 16 / ES;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int tile = blockIdx.x, ty = tile / p.tiles_x, tx = tile % p.tiles_x;
+    const int by = blockIdx.y, g = by / p.CL, rank = by % p.CL, n = blockIdx.z;
+    const int oy0 = ty * TH, ox0 = tx * TW;
+    const int xr = ox0 - p.pad_l;                        /* first input column of the tile */
+    const int x0 = (xr >= 0 ? xr / AL : -((-xr + AL - 1) / AL)) * AL; /* staged from a 16-byte aligned column */
+    const int y0 = oy0 * p.sh - p.pad_t, c0 = rank * p.Cc;
+    const int ent_bytes = p.ent_cap * 8;
+    const unsigned s_in = (unsigned)__cvta_generic_to_shared(smem), s_ent = s_in + (unsigned)p.in_bytes;
+    const unsigned s_bar = s_ent + (unsigned)ent_bytes;
+    const unsigned chan_bytes = (unsigned)(p.IH * p.BW * ES);
+    if (tid == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(s_bar) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (tid == 0) {
+        const unsigned total = (p.use_tma ? (unsigned)(p.ncopies * p.CB) * chan_bytes : 0u) + (unsigned)ent_bytes;
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(s_bar), "r"(total) : "memory");
+        for (int i = 0; p.use_tma && i < p.ncopies; ++i)
+            asm volatile(
+                "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];"
+                ::"r"(s_in + (unsigned)(i * p.CB) * chan_bytes), "l"(&tmap), "r"(x0), "r"(y0), "r"(c0 + i * p.CB), "r"(n),
+                "r"(s_bar) : "memory");
+        if (ent_bytes > 0)
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                         ::"r"(s_ent), "l"(p.entries + (size_t)by * p.ent_cap), "r"(ent_bytes), "r"(s_bar) : "memory");
+    }
+    if (!p.use_tma) {
+        /* warp w stages rows w, w + 8, ..; lanes take the columns; zero where outside the input */
+        const T* x = reinterpret_cast<const T*>(p.x);
+        T* sd = reinterpret_cast<T*>(smem);
+        const int rows = p.Cc * p.IH;
+        for (int rr = warp; rr < rows; rr += 8) {
+            const int c = c0 + rr / p.IH, iy = y0 + rr % p.IH;
+            const bool rok = iy >= 0 && iy < p.H && c < p.C;
+            const T* src = x + (((size_t)n * p.C + (rok ? c : 0)) * p.H + (rok ? iy : 0)) * p.W;
+            for (int col = lane; col < p.BW; col += 32) {
+                const int ix = x0 + col;
+                if (ES == 4) {
+                    const bool ok = rok && ix >= 0 && ix < p.W;
+                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s_in + (unsigned)((rr * p.BW + col) * 4)),
+                                 "l"(src + (ok ? ix : 0)), "r"(ok ? 4 : 0) : "memory");
+                } else {
+                    sd[rr * p.BW + col] = (rok && ix >= 0 && ix < p.W) ? __ldg(src + ix) : T(0.0f);
+                }
+            }
+        }
+        if (ES == 4) asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+        __syncthreads();
+    }
+    const int kg = warp % p.WK, cs = warp / p.WK;
+    const int lr = lane / LW, lc = lane % LW;
+    const int* sg = p.seg + ((size_t)by * 8 + warp) * KPW * 2;
+    int b[KPW], e[KPW];
+#pragma unroll
+    for (int kk = 0; kk < KPW; ++kk) {
+        b[kk] = __ldg(sg + 2 * kk);
+        e[kk] = __ldg(sg + 2 * kk + 1);
+    }
+    {
+        unsigned done = 0;
+        while (!done)
+            asm volatile("{\n\t.reg .pred q;\n\tmbarrier.try_wait.parity.shared::cta.b64 q, [%1], 0;\n\tselp.u32 %0, 1, 0, q;\n\t}"
+                         : "=r"(done) : "r"(s_bar) : "memory");
+    }
+    const unsigned lane_base = s_in + (unsigned)((lr * p.sh * p.BW + lc + (xr - x0)) * ES);
+    float acc[KPW][PC];
+#pragma unroll
+    for (int kk = 0; kk < KPW; ++kk) {
+#pragma unroll
+        for (int j = 0; j < PC; ++j) acc[kk][j] = 0.0f;
+#pragma unroll 4
+        for (int i = b[kk]; i < e[kk]; ++i) {
+            int2 en;
+            asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];" : "=r"(en.x), "=r"(en.y) : "r"(s_ent + (unsigned)i * 8u));
+            const float w = __int_as_float(en.x);
+            const unsigned a = lane_base + (unsigned)en.y;
+#pragma unroll
+            for (int j = 0; j < PC; ++j)
+                acc[kk][j] = fmaf(w, b_ld(a + (unsigned)(j * LW * ES), (const T*)nullptr), acc[kk][j]);
+        }
+    }
+    T* y = reinterpret_cast<T*>(p.y);
+    if (p.WC == 1 && p.CL == 1) { /* every sum is whole: store from the registers */
+        const int oy = oy0 + lr;
+#pragma unroll
+        for (int kk = 0; kk < KPW; ++kk) {
+            const int k = g * p.Kb + kg * KPW + kk;
+            if (k >= p.K || oy >= p.P) continue;
+            const float bk = __ldg(p.bias + k);
+            T* yr = y + (((size_t)n * p.K + k) * p.P + oy) * p.Q;
+#pragma unroll
+            for (int j = 0; j < PC; ++j) {
+                const int ox = ox0 + lc + j * LW;
+                if (ox < p.Q) b_st(yr + ox, b_act(acc[kk][j] + bk, p));
+            }
+        }
+        return;
+    }
+    /* partial sums over the shared memory of the staged input (dead once every warp is past its loop) */
+    __syncthreads();
+    float* red = reinterpret_cast<float*>(smem);
+    const int TP = TH * TW, total = p.Kb * TP;
+#pragma unroll
+    for (int kk = 0; kk < KPW; ++kk) {
+        const int kl = kg * KPW + kk;
+#pragma unroll
+        for (int j = 0; j < PC; ++j) red[(cs * p.Kb + kl) * TP + lr * TW + lc + j * LW] = acc[kk][j];
+    }
+    if (p.CL > 1) b_cluster_sync();
+    else __syncthreads();
+    const int per = (total + p.CL - 1) / p.CL;
+    const int lo = rank * per, hi = min(total, lo + per);
+    for (int idx = lo + tid; idx < hi; idx += 256) {
+        const int kl = idx / TP, pix = idx - kl * TP;
+        const int k = g * p.Kb + kl, oy = oy0 + pix / TW, ox = ox0 + pix % TW;
+        if (k >= p.K || oy >= p.P || ox >= p.Q) continue;
+        float s = 0.0f;
+        for (int c = 0; c < p.WC; ++c) {
+            const unsigned a = s_in + (unsigned)((c * total + idx) * 4);
+            if (p.CL == 1) {
+                s += red[c * total + idx];
+            } else {
+                float t[8];
+#pragma unroll
+                for (int q = 0; q < 8; ++q) t[q] = q < p.CL ? b_ld_peer(a, (unsigned)q) : 0.0f;
+#pragma unroll
+                for (int q = 0; q < 8; ++q) s += t[q];
+            }
+        }
+        b_st(y + (((size_t)n * p.K + k) * p.P + oy) * p.Q + ox, b_act(s + __ldg(p.bias + k), p));
+    }
+    if (p.CL > 1) b_cluster_sync(); /* peers read this block's partials until here */
+#else
+    (void)tmap; (void)p;
+#endif
+}
+
+typedef void (*BurstFn)(const TmaDesc, const BurstParams);
+template <typename T> BurstFn burst_fn(int cfg) {
+    switch (cfg) {
+#define TSC_BURST_CASE(I, LW, PC, KPW, WK, CL) \
+    case I: return burst_kernel<T, LW, PC, KPW>;
+        TSC_BURST_FOR_EACH(TSC_BURST_CASE)
+#undef TSC_BURST_CASE
+    }
+    return nullptr;
+}
+#endif
+
+}  // namespace
+
+bool burst_supported() {
+#if defined(TSC_BURST_BUILD)
+    cudaFuncAttributes a;
+    const bool ok = cudaFuncGetAttributes(&a, burst_fn<float>(0)) == cudaSuccess && a.ptxVersion >= 90 &&
+                    a.binaryVersion >= 90;
+    cudaGetLastError();
+    return ok;
+#else
+    return false;
+#endif
+}
+
+cudaError_t burst_set_smem_limit(int bytes) {
+#if defined(TSC_BURST_BUILD)
+    cudaError_t first = cudaSuccess;
+    for (int c = 0; c < BURST_CFGS; ++c)
+        for (int h = 0; h < 2; ++h) {
+            const cudaError_t e = cudaFuncSetAttribute(h ? burst_fn<__half>(c) : burst_fn<float>(c),
+                                                       cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+            if (e != cudaSuccess && first == cudaSuccess) first = e;
+        }
+    cudaGetLastError();
+    return first;
+#else
+    (void)bytes;
+    return cudaErrorNotSupported;
+#endif
+}
+
+cudaError_t launch_burst(bool fp16, int cfg, const BurstParams& p, const TmaDesc* tmap, size_t smem, int grid_x,
+                         int grid_y, cudaStream_t s) {
+#if defined(TSC_BURST_BUILD)
+    const BurstFn fn = fp16 ? burst_fn<__half>(cfg) : burst_fn<float>(cfg);
+    if (!fn) return cudaErrorInvalidValue;
+    const BurstCfgInfo ci = burst_cfg_info(cfg);
+    TmaDesc none;
+    std::memset(&none, 0, sizeof(none));
+    cudaLaunchConfig_t lc;
+    std::memset(&lc, 0, sizeof(lc));
+    lc.gridDim = dim3((unsigned)grid_x, (unsigned)grid_y, (unsigned)p.N);
+    lc.blockDim = dim3(256, 1, 1);
+    lc.dynamicSmemBytes = smem;
+    lc.stream = s;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = (unsigned)ci.cl;
+    attr[0].val.clusterDim.z = 1;
+    lc.attrs = attr;
+    lc.numAttrs = 1;
+    return cudaLaunchKernelEx(&lc, fn, tmap ? *tmap : none, p);
+#else
+    (void)fp16; (void)cfg; (void)p; (void)tmap; (void)smem; (void)grid_x; (void)grid_y; (void)s;
+    return cudaErrorNotSupported;
+#endif
+}
+
+}  // namespace tsc
