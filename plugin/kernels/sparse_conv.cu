@@ -1611,7 +1611,9 @@ std::vector<Variant> candidates(const tsc_plan* plan, int N, int H, int W, int P
             tsc::MmaParams mp;
             if (mma_params(plan, v, N, H, W, P, Q, x, y, &mp)) cands.push_back(v);
         }
-    if (plan->burst)
+    /* offered where TMA can map the input rows (16-byte row stride): its per-thread staging fallback (kept for
+     * misaligned input pointers) measured 2-4x slower than the other staged kernels (round 22) */
+    if (plan->burst && plan->tma && ((long long)W * (plan->dtype == TSC_FLOAT16 ? 2 : 4)) % 16 == 0)
         for (int c = 0; c < tsc::BURST_CFGS; ++c) {
             Variant v = {6, c, 1, 0, 0};
             tsc::BurstParams bp;
