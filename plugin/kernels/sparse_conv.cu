@@ -1212,6 +1212,18 @@ tsc_status build_burst_layout(tsc_plan* p, const tsc_weights* w, int ci, BurstLa
     return upload(&out->seg, seg.data(), seg.size(), &out->bytes);
 }
 
+/* Shared memory of a burst launch staging by row slabs (use_tma 2) for input width W: the layout's plus one slab per
+ * input channel (its IH rows of full width, widened to 16-byte bounds); 0 where over the opt-in limit. */
+size_t burst_slab_smem(const tsc_plan* p, const BurstLayout& L, int W, int* raw_pitch) {
+    const long long es = p->dtype == TSC_FLOAT16 ? 2 : 4;
+    const long long pitch = ((long long)L.IH * W * es + 30 + 15) / 16 * 16;
+    const long long smem = (long long)L.smem + (long long)L.Cc * pitch;
+    const long long tx = (long long)L.Cc * pitch + (long long)L.cap * 8; /* mbarrier tx count < 2^20 */
+    if (W <= 0 || smem > p->smem_optin_full || tx >= (1LL << 20)) return 0;
+    if (raw_pitch) *raw_pitch = (int)pitch;
+    return (size_t)smem;
+}
+
 /* Launch parameters of burst variant v for this shape; false where it cannot run it. */
 bool burst_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int P, int Q, const void* x, void* y,
                   tsc::BurstParams* bp, int* grid_x, int* grid_y) {
@@ -1230,6 +1242,8 @@ bool burst_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int 
     bp->ent_cap = L.cap; bp->in_bytes = L.in_bytes;
     bp->act = p->d.activation; bp->clip_min = p->d.clip_min; bp->clip_max = p->d.clip_max;
     bp->use_tma = 0;
+    bp->raw_off = (int)L.smem;
+    bp->raw_pitch = 0;
     *grid_x = (int)tiles;
     *grid_y = L.groups * cfg.cl;
     return true;
@@ -1521,9 +1535,14 @@ tsc_status launch_variant(const tsc_plan* p, const Variant& v, int N, int H, int
         if (!burst_params(p, v, N, H, W, P, Q, x, y, &bp, &gx, &gy))
             return fail(TSC_ERR_UNSUPPORTED, "burst variant cannot run this shape");
         tsc::TmaDesc tm;
-        bp.use_tma = encode_burst_map(p, bp, x, &tm) ? 1 : 0;
-        e = tsc::launch_burst(p->dtype == TSC_FLOAT16, v.cfg, bp, bp.use_tma ? &tm : nullptr, p->blay[v.cfg].smem, gx,
-                              gy, s);
+        size_t smem = p->blay[v.cfg].smem;
+        if (encode_burst_map(p, bp, x, &tm)) {
+            bp.use_tma = 1;
+        } else if (const size_t ss = burst_slab_smem(p, p->blay[v.cfg], W, &bp.raw_pitch)) {
+            bp.use_tma = 2; /* row slabs by bulk copies */
+            smem = ss;
+        }
+        e = tsc::launch_burst(p->dtype == TSC_FLOAT16, v.cfg, bp, bp.use_tma == 1 ? &tm : nullptr, smem, gx, gy, s);
     } else if (v.kind == 5) {
         tsc::MmaParams mp;
         if (!mma_params(p, v, N, H, W, P, Q, x, y, &mp))
@@ -1611,10 +1630,13 @@ std::vector<Variant> candidates(const tsc_plan* plan, int N, int H, int W, int P
             tsc::MmaParams mp;
             if (mma_params(plan, v, N, H, W, P, Q, x, y, &mp)) cands.push_back(v);
         }
-    /* offered where TMA can map the input rows (16-byte row stride): its per-thread staging fallback (kept for
-     * misaligned input pointers) measured 2-4x slower than the other staged kernels (round 22) */
-    if (plan->burst && plan->tma && ((long long)W * (plan->dtype == TSC_FLOAT16 ? 2 : 4)) % 16 == 0)
+    /* offered where TMA can map the input rows (16-byte row stride) or the row slabs fit the shared memory: the
+     * per-thread staging (kept for the case where neither does at launch) measured 2-4x slower (round 22) */
+    if (plan->burst && plan->tma)
         for (int c = 0; c < tsc::BURST_CFGS; ++c) {
+            if (((long long)W * (plan->dtype == TSC_FLOAT16 ? 2 : 4)) % 16 != 0 &&
+                (!plan->blay[c].ok || burst_slab_smem(plan, plan->blay[c], W, nullptr) == 0))
+                continue;
             Variant v = {6, c, 1, 0, 0};
             tsc::BurstParams bp;
             int gx = 0, gy = 0;
