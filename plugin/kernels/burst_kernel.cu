@@ -5,8 +5,8 @@
  * One block = an output tile (32 / LW rows x LW * PC columns) x Kb = WK * KPW output channels x a slice of Cc input
  * channels; the CL blocks of a thread-block cluster split C and reduce through distributed shared memory (one
  * launch, no atomics, no zeroing). The block's whole input slice (tile + halo, zero padding by TMA's out-of-bounds
- * fill; where TMA cannot map the input rows (row bytes not a multiple of 16), one bulk copy per channel of its rows'
- * 16-byte aligned span, padded in shared memory after the wait) and its whole nonzero list arrive before ONE
+ * fill; where TMA cannot map the input rows (row bytes not a multiple of 16), one bulk copy of the 16-byte aligned span
+ * of the block's channel rows, padded in shared memory after the wait) and its whole nonzero list arrive before ONE
  * wait: no chunk loop, no per-chunk barrier -- the staged kernels' per-chunk round trips were their fixed cost on
  * batch-1 small maps (docs/PERFORMANCE.md, round 22). Lane (lr, lc) owns PC pixels of one output row (columns lc +
  * j * LW), so a nonzero costs one warp-uniform LDS.64 (value bits, byte offset), one IADD and PC (LDS + FFMA) with
@@ -78,48 +78,37 @@ __global__ void __launch_bounds__(256) burst_kernel(const __grid_constant__ TmaD
     const bool slab = p.use_tma == 2;
     const size_t es = (size_t)ES;
     const uintptr_t xa = reinterpret_cast<uintptr_t>(p.x);
-    /* use_tma 2: 16-byte aligned bytes [lo, hi) of channel c's rows y0 .. y0 + IH - 1 (clipped to the map), within
-     * the tensor; the few elements of those rows outside [lo, hi) are read from global memory below */
-    const uintptr_t t_lo = (xa + 15) & ~(uintptr_t)15;
-    const uintptr_t t_hi = (xa + (size_t)p.N * p.C * p.H * p.W * es) & ~(uintptr_t)15;
-    const int ylo = max(y0, 0), yhi = min(y0 + p.IH, p.H);
-    auto slab_range = [&](int c, uintptr_t* lo, uintptr_t* hi) {
-        const uintptr_t b0 = xa + (((size_t)n * p.C + c) * p.H + ylo) * p.W * es;
-        const uintptr_t b1 = xa + (((size_t)n * p.C + c) * p.H + yhi) * p.W * es;
-        *lo = max(t_lo, b0 & ~(uintptr_t)15);
-        *hi = min(t_hi, (b1 + 15) & ~(uintptr_t)15);
-        if (*hi < *lo || yhi <= ylo) *hi = *lo;
-    };
-    if (warp == 0) {
-        unsigned mine = 0;
-        for (int cl = lane; slab && cl < p.Cc && c0 + cl < p.C; cl += 32) {
-            uintptr_t lo, hi;
-            slab_range(c0 + cl, &lo, &hi);
-            mine += (unsigned)(hi - lo);
-        }
-        const unsigned slab_bytes = slab ? __reduce_add_sync(0xffffffffu, mine) : 0u;
-        if (lane == 0) {
-            const unsigned total = (p.use_tma == 1 ? (unsigned)(p.ncopies * p.CB) * chan_bytes : 0u) + slab_bytes +
-                                   (unsigned)ent_bytes;
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(s_bar), "r"(total) : "memory");
-            for (int i = 0; p.use_tma == 1 && i < p.ncopies; ++i)
-                asm volatile(
-                    "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];"
-                    ::"r"(s_in + (unsigned)(i * p.CB) * chan_bytes), "l"(&tmap), "r"(x0), "r"(y0), "r"(c0 + i * p.CB), "r"(n),
-                    "r"(s_bar) : "memory");
-            if (ent_bytes > 0)
-                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                             ::"r"(s_ent), "l"(p.entries + (size_t)by * p.ent_cap), "r"(ent_bytes), "r"(s_bar) : "memory");
-        }
-        __syncwarp();
-        for (int cl = lane; slab && cl < p.Cc && c0 + cl < p.C; cl += 32) {
-            uintptr_t lo, hi;
-            slab_range(c0 + cl, &lo, &hi);
-            if (hi > lo)
-                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                             ::"r"(s_in + (unsigned)p.raw_off + (unsigned)(cl * p.raw_pitch)), "l"(lo),
-                             "r"((unsigned)(hi - lo)), "r"(s_bar) : "memory");
-        }
+    /* use_tma 2: ONE bulk copy of the 16-byte aligned span [s_lo, s_hi) from row ylo of channel c0 to row yhi - 1 of
+     * the block's last channel (clamped to the tensor; the inner channels' other rows come along): per-copy cost,
+     * not bytes, dominated per-channel copies (~0.4 us per copy per SM, round 22); elements of those rows outside
+     * the span are read from global memory when padding them below */
+    const int ylo = max(y0, 0), yhi = min(y0 + p.IH, p.H), cz = min(c0 + p.Cc, p.C);
+    uintptr_t s_lo = 0, s_hi = 0;
+    if (slab) {
+        const uintptr_t t_lo = (xa + 15) & ~(uintptr_t)15;
+        const uintptr_t t_hi = (xa + (size_t)p.N * p.C * p.H * p.W * es) & ~(uintptr_t)15;
+        const uintptr_t b0 = xa + (((size_t)n * p.C + c0) * p.H + ylo) * p.W * es;
+        const uintptr_t b1 = xa + (((size_t)n * p.C + (cz - 1)) * p.H + yhi) * p.W * es;
+        s_lo = max(t_lo, b0 & ~(uintptr_t)15);
+        s_hi = min(t_hi, (b1 + 15) & ~(uintptr_t)15);
+        if (s_hi < s_lo || yhi <= ylo || cz <= c0) s_hi = s_lo;
+    }
+    if (tid == 0) {
+        const unsigned total = (p.use_tma == 1 ? (unsigned)(p.ncopies * p.CB) * chan_bytes : 0u) +
+                               (unsigned)(s_hi - s_lo) + (unsigned)ent_bytes;
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(s_bar), "r"(total) : "memory");
+        for (int i = 0; p.use_tma == 1 && i < p.ncopies; ++i)
+            asm volatile(
+                "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];"
+                ::"r"(s_in + (unsigned)(i * p.CB) * chan_bytes), "l"(&tmap), "r"(x0), "r"(y0), "r"(c0 + i * p.CB), "r"(n),
+                "r"(s_bar) : "memory");
+        if (s_hi > s_lo)
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                         ::"r"(s_in + (unsigned)p.raw_off), "l"(s_lo), "r"((unsigned)(s_hi - s_lo)), "r"(s_bar)
+                         : "memory");
+        if (ent_bytes > 0)
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                         ::"r"(s_ent), "l"(p.entries + (size_t)by * p.ent_cap), "r"(ent_bytes), "r"(s_bar) : "memory");
     }
     if (p.use_tma == 0) {
         /* warp w stages rows w, w + 8, ..; lanes take the columns; zero where outside the input */
@@ -160,7 +149,7 @@ __global__ void __launch_bounds__(256) burst_kernel(const __grid_constant__ TmaD
                          : "=r"(done) : "r"(s_bar) : "memory");
     }
     if (slab) {
-        /* the slabs (unpadded rows of full width) -> the padded staged layout: zeros outside the map; a lane group of
+        /* the span (unpadded rows of full width) -> the padded staged layout: zeros outside the map; a lane group of
          * BW (<= 32) lanes per staged row */
         T* sd = reinterpret_cast<T*>(smem);
         const unsigned char* raw = smem + p.raw_off;
@@ -169,16 +158,14 @@ __global__ void __launch_bounds__(256) burst_kernel(const __grid_constant__ TmaD
         for (int rr = warp * rpi + sub; sub < rpi && rr < rows; rr += 8 * rpi) {
             const int cl = rr / p.IH, r = rr - cl * p.IH, c = c0 + cl, iy = y0 + r;
             const bool rok = iy >= 0 && iy < p.H && c < p.C;
-            uintptr_t lo = 0, hi = 0;
-            if (rok) slab_range(c, &lo, &hi);
             const uintptr_t row = xa + (((size_t)n * p.C + (rok ? c : 0)) * p.H + (rok ? iy : 0)) * p.W * es;
             for (int col = col0; col < p.BW; col += gw) {
                 const int ix = x0 + col;
                 T v = T(0.0f);
                 if (rok && ix >= 0 && ix < p.W) {
                     const uintptr_t a = row + (size_t)ix * es;
-                    v = (a >= lo && a < hi) ? *reinterpret_cast<const T*>(raw + cl * p.raw_pitch + (a - lo))
-                                            : __ldg(reinterpret_cast<const T*>(a));
+                    v = (a >= s_lo && a < s_hi) ? *reinterpret_cast<const T*>(raw + (a - s_lo))
+                                                : __ldg(reinterpret_cast<const T*>(a));
                 }
                 sd[rr * p.BW + col] = v;
             }

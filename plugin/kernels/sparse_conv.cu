@@ -1212,15 +1212,15 @@ tsc_status build_burst_layout(tsc_plan* p, const tsc_weights* w, int ci, BurstLa
     return upload(&out->seg, seg.data(), seg.size(), &out->bytes);
 }
 
-/* Shared memory of a burst launch staging by row slabs (use_tma 2) for input width W: the layout's plus one slab per
- * input channel (its IH rows of full width, widened to 16-byte bounds); 0 where over the opt-in limit. */
-size_t burst_slab_smem(const tsc_plan* p, const BurstLayout& L, int W, int* raw_pitch) {
+/* Shared memory of a burst launch staging by one bulk copy (use_tma 2) for an input H x W: the layout's plus the span
+ * from the first staged row of the block's first channel to the last staged row of its last one (the inner channels
+ * whole), widened to 16-byte bounds; 0 where over the opt-in limit. */
+size_t burst_span_smem(const tsc_plan* p, const BurstLayout& L, int H, int W) {
     const long long es = p->dtype == TSC_FLOAT16 ? 2 : 4;
-    const long long pitch = ((long long)L.IH * W * es + 30 + 15) / 16 * 16;
-    const long long smem = (long long)L.smem + (long long)L.Cc * pitch;
-    const long long tx = (long long)L.Cc * pitch + (long long)L.cap * 8; /* mbarrier tx count < 2^20 */
-    if (W <= 0 || smem > p->smem_optin_full || tx >= (1LL << 20)) return 0;
-    if (raw_pitch) *raw_pitch = (int)pitch;
+    const long long span = (((long long)(L.Cc - 1) * H + std::min<long long>(L.IH, H)) * W * es + 30 + 15) / 16 * 16;
+    const long long smem = (long long)L.smem + span;
+    const long long tx = span + (long long)L.cap * 8; /* mbarrier tx count < 2^20 */
+    if (H <= 0 || W <= 0 || smem > p->smem_optin_full || tx >= (1LL << 20)) return 0;
     return (size_t)smem;
 }
 
@@ -1243,7 +1243,6 @@ bool burst_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int 
     bp->act = p->d.activation; bp->clip_min = p->d.clip_min; bp->clip_max = p->d.clip_max;
     bp->use_tma = 0;
     bp->raw_off = (int)L.smem;
-    bp->raw_pitch = 0;
     *grid_x = (int)tiles;
     *grid_y = L.groups * cfg.cl;
     return true;
@@ -1538,8 +1537,8 @@ tsc_status launch_variant(const tsc_plan* p, const Variant& v, int N, int H, int
         size_t smem = p->blay[v.cfg].smem;
         if (encode_burst_map(p, bp, x, &tm)) {
             bp.use_tma = 1;
-        } else if (const size_t ss = burst_slab_smem(p, p->blay[v.cfg], W, &bp.raw_pitch)) {
-            bp.use_tma = 2; /* row slabs by bulk copies */
+        } else if (const size_t ss = burst_span_smem(p, p->blay[v.cfg], H, W)) {
+            bp.use_tma = 2; /* one bulk copy of the rows' span */
             smem = ss;
         }
         e = tsc::launch_burst(p->dtype == TSC_FLOAT16, v.cfg, bp, bp.use_tma == 1 ? &tm : nullptr, smem, gx, gy, s);
@@ -1630,12 +1629,12 @@ std::vector<Variant> candidates(const tsc_plan* plan, int N, int H, int W, int P
             tsc::MmaParams mp;
             if (mma_params(plan, v, N, H, W, P, Q, x, y, &mp)) cands.push_back(v);
         }
-    /* offered where TMA can map the input rows (16-byte row stride) or the row slabs fit the shared memory: the
+    /* offered where TMA can map the input rows (16-byte row stride) or the rows' span fits the shared memory: the
      * per-thread staging (kept for the case where neither does at launch) measured 2-4x slower (round 22) */
     if (plan->burst && plan->tma)
         for (int c = 0; c < tsc::BURST_CFGS; ++c) {
             if (((long long)W * (plan->dtype == TSC_FLOAT16 ? 2 : 4)) % 16 != 0 &&
-                (!plan->blay[c].ok || burst_slab_smem(plan, plan->blay[c], W, nullptr) == 0))
+                (!plan->blay[c].ok || burst_span_smem(plan, plan->blay[c], H, W) == 0))
                 continue;
             Variant v = {6, c, 1, 0, 0};
             tsc::BurstParams bp;

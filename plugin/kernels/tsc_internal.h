@@ -287,8 +287,8 @@ struct BurstParams {
     int CL, Kb, WK, WC, tiles_x, ent_cap, in_bytes;
     int act;
     float clip_min, clip_max;
-    int use_tma;            /* 1: TMA boxes; 2: row slabs by bulk copies, then padded in shared memory; 0: per-thread */
-    int raw_off, raw_pitch; /* use_tma 2: byte offset of the slab area, bytes per channel slab (a multiple of 16) */
+    int use_tma;            /* 1: TMA boxes; 2: one bulk copy of the rows' span, padded in shared memory; 0: per-thread */
+    int raw_off;            /* use_tma 2: byte offset of the span in shared memory */
 };
 /* true when the library holds sm_90+ code of the burst kernel for the current device. */
 bool burst_supported();
