@@ -149,25 +149,31 @@ __global__ void __launch_bounds__(256) burst_kernel(const __grid_constant__ TmaD
                          : "=r"(done) : "r"(s_bar) : "memory");
     }
     if (slab) {
-        /* the span (unpadded rows of full width) -> the padded staged layout: zeros outside the map; a lane group of
-         * BW (<= 32) lanes per staged row */
+        /* the span (unpadded rows of full width) -> the padded staged layout, zeros outside the map. Thread t keeps
+         * one staged column (t % BW) and walks the staged rows t / BW, + step, ..; offsets advance incrementally */
         T* sd = reinterpret_cast<T*>(smem);
         const unsigned char* raw = smem + p.raw_off;
-        const int gw = p.BW < 32 ? p.BW : 32, rpi = 32 / gw, sub = lane / gw, col0 = lane % gw;
-        const int rows = p.Cc * p.IH;
-        for (int rr = warp * rpi + sub; sub < rpi && rr < rows; rr += 8 * rpi) {
-            const int cl = rr / p.IH, r = rr - cl * p.IH, c = c0 + cl, iy = y0 + r;
-            const bool rok = iy >= 0 && iy < p.H && c < p.C;
-            const uintptr_t row = xa + (((size_t)n * p.C + (rok ? c : 0)) * p.H + (rok ? iy : 0)) * p.W * es;
-            for (int col = col0; col < p.BW; col += gw) {
-                const int ix = x0 + col;
-                T v = T(0.0f);
-                if (rok && ix >= 0 && ix < p.W) {
-                    const uintptr_t a = row + (size_t)ix * es;
-                    v = (a >= s_lo && a < s_hi) ? *reinterpret_cast<const T*>(raw + (a - s_lo))
-                                                : __ldg(reinterpret_cast<const T*>(a));
-                }
-                sd[rr * p.BW + col] = v;
+        const int bw = p.BW, step = 256 / bw, col = tid % bw, ix = x0 + col;
+        const int rows = p.Cc * p.IH, span = (int)(s_hi - s_lo), row_b = p.W * ES;
+        const int r_lo = ylo - y0, r_hi = yhi - y0, c_hi = cz - c0; /* staged rows / channels inside the map */
+        const bool col_ok = ix >= 0 && ix < p.W;
+        int g = tid / bw, cl = g / p.IH, r = g - cl * p.IH;
+        /* byte offset in the span of (channel c0 + cl, row y0 + r, column ix) */
+        long long off = (long long)(xa + (((size_t)n * p.C + c0) * p.H + y0) * p.W * es) - (long long)s_lo +
+                        ((long long)cl * p.H + r) * row_b + (long long)ix * ES;
+        for (; tid < step * bw && g < rows; g += step) {
+            T v = T(0.0f);
+            if (col_ok && r >= r_lo && r < r_hi && cl < c_hi) {
+                v = (off >= 0 && off < span) ? *reinterpret_cast<const T*>(raw + off)
+                                             : __ldg(reinterpret_cast<const T*>(s_lo + off));
+            }
+            sd[g * bw + col] = v;
+            r += step;
+            off += (long long)step * row_b;
+            while (r >= p.IH) {
+                r -= p.IH;
+                ++cl;
+                off += (long long)(p.H - p.IH) * row_b;
             }
         }
         __syncthreads();
