@@ -263,8 +263,10 @@ cudaError_t mma_set_smem_limit_tf32(int bytes);
     X(12, 4, 4, 2, 4, 4) \
     X(13, 2, 7, 1, 8, 8) \
     X(14, 4, 2, 2, 8, 8) \
-    X(15, 4, 8, 1, 4, 2)
-static const int BURST_CFGS = 16;
+    X(15, 4, 8, 1, 4, 2) \
+    X(16, 4, 2, 2, 8, 4) \
+    X(17, 4, 2, 1, 8, 8)
+static const int BURST_CFGS = 18;
 struct BurstCfgInfo { int lw, pc, kpw, wk, cl; };
 inline BurstCfgInfo burst_cfg_info(int id) {
     static const BurstCfgInfo t[BURST_CFGS] = {
