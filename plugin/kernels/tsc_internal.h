@@ -265,8 +265,10 @@ cudaError_t mma_set_smem_limit_tf32(int bytes);
     X(14, 4, 2, 2, 8, 8) \
     X(15, 4, 8, 1, 4, 2) \
     X(16, 4, 2, 2, 8, 4) \
-    X(17, 4, 2, 1, 8, 8)
-static const int BURST_CFGS = 18;
+    X(17, 4, 2, 1, 8, 8) \
+    X(18, 4, 2, 1, 8, 4) \
+    X(19, 4, 2, 1, 8, 2)
+static const int BURST_CFGS = 20;
 struct BurstCfgInfo { int lw, pc, kpw, wk, cl; };
 inline BurstCfgInfo burst_cfg_info(int id) {
     static const BurstCfgInfo t[BURST_CFGS] = {
