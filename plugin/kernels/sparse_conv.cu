@@ -1159,12 +1159,16 @@ tsc_status build_burst_layout(tsc_plan* p, const tsc_weights* w, int ci, BurstLa
     const int CL = cfg.cl, Cc = (d.C + CL - 1) / CL;
     if ((long long)Cc * (CL - 1) >= d.C) return TSC_OK; /* a cluster rank without input channels */
     /* TMA stages: ncopies boxes of CB channels, each on its own mbarrier (the loop starts on the first channels while
-     * the others arrive); at most 8, and a box holds at most 256 channels */
-    int ncopies = std::min(8, std::max((Cc + 255) / 256, std::min(p->burst_stages, Cc)));
-    const int CB = (Cc + ncopies - 1) / ncopies;
-    ncopies = (Cc + CB - 1) / CB;
-    if (CB > 256) return TSC_OK;
+     * the others arrive); at most 8, a box holds at most 256 channels, and every box starts 128-byte aligned in
+     * shared memory (the tensor copy's requirement): CB is a multiple of 128 / gcd(channel bytes, 128) */
     const long long chan = IH * BW;
+    long long align = 128;
+    while (align > 1 && (chan * es) % align != 0) align /= 2;
+    const int cb_unit = (int)(128 / align);
+    int ncopies = std::min(8, std::max((Cc + 255) / 256, std::min(p->burst_stages, Cc)));
+    const int CB = ((Cc + ncopies - 1) / ncopies + cb_unit - 1) / cb_unit * cb_unit;
+    ncopies = (Cc + CB - 1) / CB;
+    if (CB > 256 || ncopies > 8) return TSC_OK;
     long long in_bytes = ((long long)ncopies * CB * chan * es + 127) / 128 * 128;
     if (WC > 1 || CL > 1) in_bytes = std::max(in_bytes, ((long long)WC * Kb * TH * TW * 4 + 127) / 128 * 128);
     const int G = (d.K + Kb - 1) / Kb;
