@@ -60,8 +60,8 @@ __global__ void __launch_bounds__(256) burst_kernel(const __grid_constant__ TmaD
     extern __shared__ __align__(128) unsigned char smem[];
     constexpr int LH = 32 / LW, TH = LH, TW = LW * PC, ES = (int)sizeof(T), AL = 16 / ES;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const int tile = p.clx ? blockIdx.y : blockIdx.x, ty = tile / p.tiles_x, tx = tile % p.tiles_x;
-    const int by = p.clx ? blockIdx.x : blockIdx.y, g = by / p.CL, rank = by % p.CL, n = blockIdx.z;
+    const int tile = blockIdx.x, ty = tile / p.tiles_x, tx = tile % p.tiles_x;
+    const int by = blockIdx.y, g = by / p.CL, rank = by % p.CL, n = blockIdx.z;
     const int oy0 = ty * TH, ox0 = tx * TW;
     const int xr = ox0 - p.pad_l;                        /* first input column of the tile */
     const int x0 = (xr >= 0 ? xr / AL : -((-xr + AL - 1) / AL)) * AL; /* staged from a 16-byte aligned column */
@@ -303,16 +303,14 @@ cudaError_t launch_burst(bool fp16, int cfg, const BurstParams& p, const TmaDesc
     TmaDesc none;
     std::memset(&none, 0, sizeof(none));
     cudaLaunchConfig_t lc = {};
-    /* clx: the CL blocks of a cluster are consecutive along x (and a tile's groups are neighbours in launch order) */
-    lc.gridDim = p.clx ? dim3((unsigned)grid_y, (unsigned)grid_x, (unsigned)p.N)
-                       : dim3((unsigned)grid_x, (unsigned)grid_y, (unsigned)p.N);
+    lc.gridDim = dim3((unsigned)grid_x, (unsigned)grid_y, (unsigned)p.N);
     lc.blockDim = dim3(256, 1, 1);
     lc.dynamicSmemBytes = smem;
     lc.stream = s;
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = p.clx ? (unsigned)ci.cl : 1u;
-    attr[0].val.clusterDim.y = p.clx ? 1u : (unsigned)ci.cl;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = (unsigned)ci.cl;
     attr[0].val.clusterDim.z = 1;
     lc.attrs = attr;
     lc.numAttrs = 1;

@@ -137,7 +137,6 @@ struct tsc_plan {
     MmaLayout mlay[tsc::MMA_CFGS]; /* per tensor-core config (fp16, or fp32 with TF32; sm_80+) */
     BurstLayout blay[tsc::BURST_CFGS]; /* per single-stage config (NCHW, stride_w 1, sm_90+) */
     bool burst = false;          /* the single-stage kernel can run (sm_90+ code, clusters); TRT_SPARSE_NO_BURST=1: off */
-    bool burst_clx = false;      /* burst clusters along grid x (TRT_SPARSE_BURST_CLX=1, A/B switch); else along y */
     int smem_optin_full = 48 * 1024; /* the device's opt-in shared memory per block (burst layouts) */
     /* validated canonical CSR kept on the host to build layouts later */
     std::vector<int32_t> h_rowoff, h_idx;
@@ -1244,8 +1243,6 @@ bool burst_params(const tsc_plan* p, const Variant& v, int N, int H, int W, int 
     bp->act = p->d.activation; bp->clip_min = p->d.clip_min; bp->clip_max = p->d.clip_max;
     bp->use_tma = 0;
     bp->raw_off = (int)L.smem;
-    bp->clx = p->burst_clx ? 1 : 0;
-    if (p->burst_clx && tiles > 65535) return false; /* tiles on grid y */
     *grid_x = (int)tiles;
     *grid_y = L.groups * cfg.cl;
     return true;
@@ -1786,7 +1783,6 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         p->mma = cc_major >= 8 && tsc::mma_supported();
         p->tma = p->clusters && tma_available(); /* see encode_input_map */
         p->burst = p->clusters && !env_flag("TRT_SPARSE_NO_BURST") && tsc::burst_supported();
-        p->burst_clx = env_flag("TRT_SPARSE_BURST_CLX");
         p->mma_sorted = env_flag("TRT_SPARSE_MMA_SORTED");
         p->mma_align8 = env_flag("TRT_SPARSE_MMA_ALIGN8");
         p->pair_stage = cc_major >= 8 && !env_flag("TRT_SPARSE_NO_PAIR_STAGE");
@@ -2079,7 +2075,7 @@ size_t tsc_plan_describe(const tsc_plan* plan, char* buf, size_t buf_len) {
                     " C=" + std::to_string(plan->d.C) + " R=" + std::to_string(plan->d.R) + " S=" +
                     std::to_string(plan->d.S) + " nnz=" + std::to_string(plan->nnz) +
                     " tile_geom=" + std::to_string(plan->geom) + " tma=" + (plan->tma ? "1" : "0") +
-                    " pairs=" + (plan->pair_stage ? "1" : "0") + " h2=" + (plan->h2 ? "1" : "0") + " burst_clx=" + (plan->burst_clx ? "1" : "0") + " device_bytes=" + std::to_string(device_bytes(plan));
+                    " pairs=" + (plan->pair_stage ? "1" : "0") + " h2=" + (plan->h2 ? "1" : "0") + " device_bytes=" + std::to_string(device_bytes(plan));
     {
         std::lock_guard<std::mutex> lock(plan->mu);
         for (size_t i = 0; i < plan->tuned.size(); ++i) {

@@ -293,7 +293,6 @@ struct BurstParams {
     float clip_min, clip_max;
     int use_tma;            /* 1: TMA boxes; 2: one bulk copy of the rows' span, padded in shared memory; 0: per-thread */
     int raw_off;            /* use_tma 2: byte offset of the span in shared memory */
-    int clx;                /* 1: grid x = (group, rank) with clusters along x, y = tiles; 0: x = tiles, y = (group, rank) */
 };
 /* true when the library holds sm_90+ code of the burst kernel for the current device. */
 bool burst_supported();
