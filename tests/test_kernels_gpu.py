@@ -282,14 +282,20 @@ BURST_SHAPES = [
 ]
 
 
+@pytest.mark.parametrize("stages", [None, "1", "3"], ids=["stages_default", "stages1", "stages3"])
 @pytest.mark.parametrize("dtype", ["fp32", "fp16"])
 @pytest.mark.parametrize("shape", BURST_SHAPES, ids=[t[0] for t in BURST_SHAPES])
-def test_burst_row_slabs_match_tma(shape, dtype):
-    """sm_90: every burst variant run on an input that TMA maps (aligned) and on the same values offset by one
-    element (TMA cannot map it: row slabs by bulk copies, clamped to the tensor, padded in shared memory) gives
-    bit-identical outputs within the dtype's tolerance of the reference."""
+def test_burst_row_slabs_match_tma(shape, dtype, stages, monkeypatch):
+    """sm_90: every burst variant run on an input that TMA maps (aligned: staged in `stages` boxes, each on its own
+    mbarrier) and on the same values offset by one element (TMA cannot map it: one bulk copy of the rows' span,
+    clamped to the tensor, padded in shared memory) gives bit-identical outputs within the dtype's tolerance of the
+    reference."""
     if torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("the burst kernel needs sm_90+")
+    if stages is None:
+        monkeypatch.delenv("TRT_SPARSE_BURST_STAGES", raising=False)
+    else:
+        monkeypatch.setenv("TRT_SPARSE_BURST_STAGES", stages)
     name, C, K, R, st, pads, dl, N, H, W = shape
     seed = secrets.randbits(32)
     rng = np.random.default_rng(seed)
@@ -304,6 +310,7 @@ def test_burst_row_slabs_match_tma(shape, dtype):
     x_off = x_off[1:].view(N, C, H, W)
     ref = reference.sparse_conv2d(x_al.float().cpu().numpy().astype(np.float64), sw, bias, (st, st), pads, (dl, dl), 1)
     plan = tcuda.SparseConvPlan(sw, bias, (st, st), pads, (dl, dl), 1, 0.0, 6.0, dtype)
+    assert " burst_stages={}".format(stages or 4) in plan.describe()
     names = plan.variants(N, H, W)
     chosen = [(i, n) for i, n in enumerate(names) if n.startswith("burst(")]
     if not chosen:

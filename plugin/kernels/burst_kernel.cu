@@ -45,6 +45,13 @@ __device__ __forceinline__ float b_ld(unsigned a, const __half*) {
     asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(a));
     return __half2float(__ushort_as_half(v));
 }
+/* Wait for phase 0 of the mbarrier at shared address bar. */
+__device__ __forceinline__ void b_wait(unsigned bar) {
+    unsigned done = 0;
+    while (!done)
+        asm volatile("{\n\t.reg .pred q;\n\tmbarrier.try_wait.parity.shared::cta.b64 q, [%1], 0;\n\tselp.u32 %0, 1, 0, q;\n\t}"
+                     : "=r"(done) : "r"(bar) : "memory");
+}
 __device__ __forceinline__ void b_st(float* p, float v) { *p = v; }
 __device__ __forceinline__ void b_st(__half* p, float v) { *p = __float2half_rn(v); }
 __device__ __forceinline__ float b_act(float v, const BurstParams& p) {
@@ -70,8 +77,12 @@ __global__ void __launch_bounds__(256) burst_kernel(const __grid_constant__ TmaD
     const unsigned s_in = (unsigned)__cvta_generic_to_shared(smem), s_ent = s_in + (unsigned)p.in_bytes;
     const unsigned s_bar = s_ent + (unsigned)ent_bytes;
     const unsigned chan_bytes = (unsigned)(p.IH * p.BW * ES);
+    /* TMA staging: box i (CB channels) completes on mbarrier i, so the loop starts on the first boxes while the
+     * others arrive; the other stagings (and the nonzero list) complete on mbarrier 0 */
+    const int nst = p.use_tma == 1 ? p.ncopies : 1;
     if (tid == 0) {
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(s_bar) : "memory");
+        for (int i = 0; i < nst; ++i)
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(s_bar + 8u * (unsigned)i) : "memory");
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
@@ -94,21 +105,25 @@ __global__ void __launch_bounds__(256) burst_kernel(const __grid_constant__ TmaD
         if (s_hi < s_lo || yhi <= ylo || cz <= c0) s_hi = s_lo;
     }
     if (tid == 0) {
-        const unsigned total = (p.use_tma == 1 ? (unsigned)(p.ncopies * p.CB) * chan_bytes : 0u) +
-                               (unsigned)(s_hi - s_lo) + (unsigned)ent_bytes;
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(s_bar), "r"(total) : "memory");
+        const unsigned box = p.use_tma == 1 ? (unsigned)p.CB * chan_bytes : 0u;
+        const unsigned total0 = box + (unsigned)(s_hi - s_lo) + (unsigned)ent_bytes;
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(s_bar), "r"(total0) : "memory");
+        for (int i = 1; i < nst; ++i)
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(s_bar + 8u * (unsigned)i), "r"(box)
+                         : "memory");
+        /* the list first (the first stage needs it), then the boxes in channel order */
+        if (ent_bytes > 0)
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                         ::"r"(s_ent), "l"(p.entries + (size_t)by * p.ent_cap), "r"(ent_bytes), "r"(s_bar) : "memory");
         for (int i = 0; p.use_tma == 1 && i < p.ncopies; ++i)
             asm volatile(
                 "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];"
                 ::"r"(s_in + (unsigned)(i * p.CB) * chan_bytes), "l"(&tmap), "r"(x0), "r"(y0), "r"(c0 + i * p.CB), "r"(n),
-                "r"(s_bar) : "memory");
+                "r"(s_bar + 8u * (unsigned)i) : "memory");
         if (s_hi > s_lo)
             asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                          ::"r"(s_in + (unsigned)p.raw_off), "l"(s_lo), "r"((unsigned)(s_hi - s_lo)), "r"(s_bar)
                          : "memory");
-        if (ent_bytes > 0)
-            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                         ::"r"(s_ent), "l"(p.entries + (size_t)by * p.ent_cap), "r"(ent_bytes), "r"(s_bar) : "memory");
     }
     if (p.use_tma == 0) {
         /* warp w stages rows w, w + 8, ..; lanes take the columns; zero where outside the input */
@@ -135,45 +150,46 @@ __global__ void __launch_bounds__(256) burst_kernel(const __grid_constant__ TmaD
     }
     const int kg = warp % p.WK, cs = warp / p.WK;
     const int lr = lane / LW, lc = lane % LW;
-    const int* sg = p.seg + ((size_t)by * 8 + warp) * KPW * 2;
+    /* per (warp, channel of the warp): the start of each stage's nonzeros and the end (ncopies + 1 values) */
+    const int NS = p.ncopies + 1;
+    const int* sg = p.seg + ((size_t)by * 8 + warp) * KPW * NS;
     int b[KPW], e[KPW];
 #pragma unroll
     for (int kk = 0; kk < KPW; ++kk) {
-        b[kk] = __ldg(sg + 2 * kk);
-        e[kk] = __ldg(sg + 2 * kk + 1);
+        b[kk] = __ldg(sg + kk * NS);
+        e[kk] = __ldg(sg + kk * NS + (nst == 1 ? p.ncopies : 1));
     }
-    {
-        unsigned done = 0;
-        while (!done)
-            asm volatile("{\n\t.reg .pred q;\n\tmbarrier.try_wait.parity.shared::cta.b64 q, [%1], 0;\n\tselp.u32 %0, 1, 0, q;\n\t}"
-                         : "=r"(done) : "r"(s_bar) : "memory");
-    }
+    b_wait(s_bar);
     if (slab) {
-        /* the span (unpadded rows of full width) -> the padded staged layout, zeros outside the map. Thread t keeps
-         * one staged column (t % BW) and walks the staged rows t / BW, + step, ..; offsets advance incrementally */
+        /* the span (unpadded rows of full width) -> the padded staged layout, zeros outside the map. A warp takes
+         * RW = 32 / LN staged rows at a time (LN = 16 lanes per row where the pitch allows, else 32), lane sub-row
+         * lane / LN, columns lane % LN (+ LN ..); the (channel, row) pair advances incrementally (round 22: the
+         * element-per-thread walk was half of the kernel's time on resnet50_3x3_c512_h7) */
         T* sd = reinterpret_cast<T*>(smem);
         const unsigned char* raw = smem + p.raw_off;
-        const int bw = p.BW, step = 256 / bw, col = tid % bw, ix = x0 + col;
-        const int rows = p.Cc * p.IH, span = (int)(s_hi - s_lo), row_b = p.W * ES;
+        const int bw = p.BW, LN = bw <= 16 ? 16 : 32, RW = 32 / LN, sub = lane / LN, c_lane = lane % LN;
+        const int rows = p.Cc * p.IH, span = (int)(s_hi - s_lo), row_b = p.W * ES, gstep = 8 * RW;
         const int r_lo = ylo - y0, r_hi = yhi - y0, c_hi = cz - c0; /* staged rows / channels inside the map */
-        const bool col_ok = ix >= 0 && ix < p.W;
-        int g = tid / bw, cl = g / p.IH, r = g - cl * p.IH;
-        /* byte offset in the span of (channel c0 + cl, row y0 + r, column ix) */
-        long long off = (long long)(xa + (((size_t)n * p.C + c0) * p.H + y0) * p.W * es) - (long long)s_lo +
-                        ((long long)cl * p.H + r) * row_b + (long long)ix * ES;
-        for (; tid < step * bw && g < rows; g += step) {
-            T v = T(0.0f);
-            if (col_ok && r >= r_lo && r < r_hi && cl < c_hi) {
-                v = (off >= 0 && off < span) ? *reinterpret_cast<const T*>(raw + off)
-                                             : __ldg(reinterpret_cast<const T*>(s_lo + off));
+        /* byte offset in the span of (channel c0, row y0, column 0) */
+        const long long base = (long long)(xa + (((size_t)n * p.C + c0) * p.H + y0) * p.W * es) - (long long)s_lo;
+        int g = warp * RW + sub, cl = g / p.IH, r = g - cl * p.IH;
+        for (; g < rows; g += gstep) {
+            const bool rok = cl < c_hi && r >= r_lo && r < r_hi;
+            const long long roff = base + ((long long)cl * p.H + r) * row_b;
+            for (int col = c_lane; col < bw; col += LN) {
+                const int ix = x0 + col;
+                T v = T(0.0f);
+                if (rok && ix >= 0 && ix < p.W) {
+                    const long long off = roff + (long long)ix * ES;
+                    v = (off >= 0 && off < span) ? *reinterpret_cast<const T*>(raw + off)
+                                                 : __ldg(reinterpret_cast<const T*>(s_lo + off));
+                }
+                sd[g * bw + col] = v;
             }
-            sd[g * bw + col] = v;
-            r += step;
-            off += (long long)step * row_b;
+            r += gstep;
             while (r >= p.IH) {
                 r -= p.IH;
                 ++cl;
-                off += (long long)(p.H - p.IH) * row_b;
             }
         }
         __syncthreads();
@@ -181,19 +197,31 @@ __global__ void __launch_bounds__(256) burst_kernel(const __grid_constant__ TmaD
     const unsigned lane_base = s_in + (unsigned)((lr * p.sh * p.BW + lc + (xr - x0)) * ES);
     float acc[KPW][PC];
 #pragma unroll
-    for (int kk = 0; kk < KPW; ++kk) {
+    for (int kk = 0; kk < KPW; ++kk)
 #pragma unroll
         for (int j = 0; j < PC; ++j) acc[kk][j] = 0.0f;
-#pragma unroll 4
-        for (int i = b[kk]; i < e[kk]; ++i) {
-            int2 en;
-            asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];" : "=r"(en.x), "=r"(en.y) : "r"(s_ent + (unsigned)i * 8u));
-            const float w = __int_as_float(en.x);
-            const unsigned a = lane_base + (unsigned)en.y;
+    for (int s = 0;;) {
 #pragma unroll
-            for (int j = 0; j < PC; ++j)
-                acc[kk][j] = fmaf(w, b_ld(a + (unsigned)(j * LW * ES), (const T*)nullptr), acc[kk][j]);
+        for (int kk = 0; kk < KPW; ++kk) {
+#pragma unroll 4
+            for (int i = b[kk]; i < e[kk]; ++i) {
+                int2 en;
+                asm volatile("ld.shared.v2.s32 {%0, %1}, [%2];" : "=r"(en.x), "=r"(en.y) : "r"(s_ent + (unsigned)i * 8u));
+                const float w = __int_as_float(en.x);
+                const unsigned a = lane_base + (unsigned)en.y;
+#pragma unroll
+                for (int j = 0; j < PC; ++j)
+                    acc[kk][j] = fmaf(w, b_ld(a + (unsigned)(j * LW * ES), (const T*)nullptr), acc[kk][j]);
+            }
         }
+        if (++s >= nst) break;
+        /* next stage: its bounds are loaded while its box may still be in flight */
+#pragma unroll
+        for (int kk = 0; kk < KPW; ++kk) {
+            b[kk] = e[kk];
+            e[kk] = __ldg(sg + kk * NS + s + 1);
+        }
+        b_wait(s_bar + 8u * (unsigned)s);
     }
     T* y = reinterpret_cast<T*>(p.y);
     if (p.WC == 1 && p.CL == 1) { /* every sum is whole: store from the registers */

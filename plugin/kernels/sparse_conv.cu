@@ -105,6 +105,7 @@ struct MmaLayout {
 struct BurstLayout {
     bool ok = false;
     int BW = 0, IH = 0, Cc = 0, CB = 0, ncopies = 0, WC = 0, Kb = 0, groups = 0, cap = 0, in_bytes = 0;
+    int nseg = 0; /* seg entries per (group, rank, warp, channel of the warp): the start of each stage + the end */
     size_t smem = 0;
     int2* entries = nullptr;
     int* seg = nullptr;
@@ -137,6 +138,7 @@ struct tsc_plan {
     MmaLayout mlay[tsc::MMA_CFGS]; /* per tensor-core config (fp16, or fp32 with TF32; sm_80+) */
     BurstLayout blay[tsc::BURST_CFGS]; /* per single-stage config (NCHW, stride_w 1, sm_90+) */
     bool burst = false;          /* the single-stage kernel can run (sm_90+ code, clusters); TRT_SPARSE_NO_BURST=1: off */
+    int burst_stages = 4;        /* TMA stages per burst block (TRT_SPARSE_BURST_STAGES=1..8; 1: one wait for all) */
     int smem_optin_full = 48 * 1024; /* the device's opt-in shared memory per block (burst layouts) */
     /* validated canonical CSR kept on the host to build layouts later */
     std::vector<int32_t> h_rowoff, h_idx;
@@ -1156,8 +1158,17 @@ tsc_status build_burst_layout(tsc_plan* p, const tsc_weights* w, int ci, BurstLa
     if (BW == 0) return TSC_OK;
     const int CL = cfg.cl, Cc = (d.C + CL - 1) / CL;
     if ((long long)Cc * (CL - 1) >= d.C) return TSC_OK; /* a cluster rank without input channels */
-    const int ncopies = (Cc + 255) / 256, CB = (Cc + ncopies - 1) / ncopies;
+    /* TMA stages: ncopies boxes of CB channels, each on its own mbarrier (the loop starts on the first channels while
+     * the others arrive); at most 8, a box holds at most 256 channels, and every box starts 128-byte aligned in
+     * shared memory (the tensor copy's requirement): CB is a multiple of 128 / gcd(channel bytes, 128) */
     const long long chan = IH * BW;
+    long long align = 128;
+    while (align > 1 && (chan * es) % align != 0) align /= 2;
+    const int cb_unit = (int)(128 / align);
+    int ncopies = std::min(8, std::max((Cc + 255) / 256, std::min(p->burst_stages, Cc)));
+    const int CB = ((Cc + ncopies - 1) / ncopies + cb_unit - 1) / cb_unit * cb_unit;
+    ncopies = (Cc + CB - 1) / CB;
+    if (CB > 256 || ncopies > 8) return TSC_OK;
     long long in_bytes = ((long long)ncopies * CB * chan * es + 127) / 128 * 128;
     if (WC > 1 || CL > 1) in_bytes = std::max(in_bytes, ((long long)WC * Kb * TH * TW * 4 + 127) / 128 * 128);
     const int G = (d.K + Kb - 1) / Kb;
@@ -1171,15 +1182,17 @@ tsc_status build_burst_layout(tsc_plan* p, const tsc_weights* w, int ci, BurstLa
     int cap = 2;
     for (size_t i = 0; i < cnt.size(); ++i) cap = std::max(cap, cnt[i]);
     cap = (cap + 1) / 2 * 2; /* a list is a multiple of 16 bytes (bulk copy) */
-    const long long smem = in_bytes + (long long)cap * 8 + 16;
+    const long long smem = in_bytes + (long long)cap * 8 + 8 * 8; /* + one mbarrier per stage */
     const long long tx = (long long)ncopies * CB * chan * es + (long long)cap * 8; /* mbarrier tx count < 2^20 */
     if (smem > p->smem_optin_full || tx >= (1LL << 20)) return TSC_OK;
     out->BW = BW; out->IH = (int)IH; out->Cc = Cc; out->CB = CB; out->ncopies = ncopies; out->WC = WC; out->Kb = Kb;
     out->groups = G; out->cap = cap; out->in_bytes = (int)in_bytes; out->smem = (size_t)smem;
+    out->nseg = ncopies + 1;
     out->ok = true;
     if (!build) return TSC_OK;
     std::vector<int2> entries((size_t)G * CL * cap, make_int2(0, 0));
-    std::vector<int> seg((size_t)G * CL * 8 * cfg.kpw * 2, 0);
+    const int NS = ncopies + 1;
+    std::vector<int> seg((size_t)G * CL * 8 * cfg.kpw * NS, 0);
     const int wsl = (Cc + WC - 1) / WC;
     for (int g = 0; g < G; ++g)
         for (int r = 0; r < CL; ++r) {
@@ -1191,19 +1204,21 @@ tsc_status build_burst_layout(tsc_plan* p, const tsc_weights* w, int ci, BurstLa
                 const int ca = c0 + cs * wsl, cz = std::min(std::min(c0 + Cc, d.C), c0 + (cs + 1) * wsl);
                 for (int kk = 0; kk < cfg.kpw; ++kk) {
                     const int k = g * Kb + kg * cfg.kpw + kk;
-                    int* sg = &seg[((bl * 8 + warp) * cfg.kpw + kk) * 2];
-                    sg[0] = n;
-                    if (k < d.K)
-                        for (int i = w->row_offsets[k]; i < w->row_offsets[k + 1]; ++i) {
-                            const int idx = w->indices[i], c = idx / RS, rr = (idx % RS) / d.S, ss = idx % d.S;
-                            if (c < ca || c >= cz) continue;
-                            int2 e;
-                            std::memcpy(&e.x, &w->values[i], 4);
-                            e.y = (int)((((long long)(c - c0) * IH + (long long)rr * d.dilation_h) * BW +
-                                         (long long)ss * d.dilation_w) * es);
-                            entries[bl * cap + n++] = e;
-                        }
-                    sg[1] = n;
+                    int* sg = &seg[((bl * 8 + warp) * cfg.kpw + kk) * NS];
+                    for (int s = 0; s < ncopies; ++s) { /* stage s: the channels of TMA box s */
+                        sg[s] = n;
+                        if (k < d.K)
+                            for (int i = w->row_offsets[k]; i < w->row_offsets[k + 1]; ++i) {
+                                const int idx = w->indices[i], c = idx / RS, rr = (idx % RS) / d.S, ss = idx % d.S;
+                                if (c < ca || c >= cz || (c - c0) / CB != s) continue;
+                                int2 e;
+                                std::memcpy(&e.x, &w->values[i], 4);
+                                e.y = (int)((((long long)(c - c0) * IH + (long long)rr * d.dilation_h) * BW +
+                                             (long long)ss * d.dilation_w) * es);
+                                entries[bl * cap + n++] = e;
+                            }
+                    }
+                    sg[ncopies] = n;
                 }
             }
         }
@@ -1783,6 +1798,10 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         p->mma = cc_major >= 8 && tsc::mma_supported();
         p->tma = p->clusters && tma_available(); /* see encode_input_map */
         p->burst = p->clusters && !env_flag("TRT_SPARSE_NO_BURST") && tsc::burst_supported();
+        if (const char* bs = std::getenv("TRT_SPARSE_BURST_STAGES")) {
+            const int v = std::atoi(bs);
+            if (v >= 1 && v <= 8) p->burst_stages = v;
+        }
         p->mma_sorted = env_flag("TRT_SPARSE_MMA_SORTED");
         p->mma_align8 = env_flag("TRT_SPARSE_MMA_ALIGN8");
         p->pair_stage = cc_major >= 8 && !env_flag("TRT_SPARSE_NO_PAIR_STAGE");
@@ -2075,7 +2094,7 @@ size_t tsc_plan_describe(const tsc_plan* plan, char* buf, size_t buf_len) {
                     " C=" + std::to_string(plan->d.C) + " R=" + std::to_string(plan->d.R) + " S=" +
                     std::to_string(plan->d.S) + " nnz=" + std::to_string(plan->nnz) +
                     " tile_geom=" + std::to_string(plan->geom) + " tma=" + (plan->tma ? "1" : "0") +
-                    " pairs=" + (plan->pair_stage ? "1" : "0") + " h2=" + (plan->h2 ? "1" : "0") + " device_bytes=" + std::to_string(device_bytes(plan));
+                    " pairs=" + (plan->pair_stage ? "1" : "0") + " h2=" + (plan->h2 ? "1" : "0") + " burst_stages=" + std::to_string(plan->burst_stages) + " device_bytes=" + std::to_string(device_bytes(plan));
     {
         std::lock_guard<std::mutex> lock(plan->mu);
         for (size_t i = 0; i < plan->tuned.size(); ++i) {
