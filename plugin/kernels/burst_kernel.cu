@@ -161,35 +161,31 @@ __global__ void __launch_bounds__(256) burst_kernel(const __grid_constant__ TmaD
     }
     b_wait(s_bar);
     if (slab) {
-        /* the span (unpadded rows of full width) -> the padded staged layout, zeros outside the map. A warp takes
-         * RW = 32 / LN staged rows at a time (LN = 16 lanes per row where the pitch allows, else 32), lane sub-row
-         * lane / LN, columns lane % LN (+ LN ..); the (channel, row) pair advances incrementally (round 22: the
-         * element-per-thread walk was half of the kernel's time on resnet50_3x3_c512_h7) */
+        /* the span (unpadded rows of full width) -> the padded staged layout, zeros outside the map. Thread t keeps
+         * one staged column (t % BW) and walks the staged rows t / BW, + step, ..; offsets advance incrementally */
         T* sd = reinterpret_cast<T*>(smem);
         const unsigned char* raw = smem + p.raw_off;
-        const int bw = p.BW, LN = bw <= 16 ? 16 : 32, RW = 32 / LN, sub = lane / LN, c_lane = lane % LN;
-        const int rows = p.Cc * p.IH, span = (int)(s_hi - s_lo), row_b = p.W * ES, gstep = 8 * RW;
+        const int bw = p.BW, step = 256 / bw, col = tid % bw, ix = x0 + col;
+        const int rows = p.Cc * p.IH, span = (int)(s_hi - s_lo), row_b = p.W * ES;
         const int r_lo = ylo - y0, r_hi = yhi - y0, c_hi = cz - c0; /* staged rows / channels inside the map */
-        /* byte offset in the span of (channel c0, row y0, column 0) */
-        const long long base = (long long)(xa + (((size_t)n * p.C + c0) * p.H + y0) * p.W * es) - (long long)s_lo;
-        int g = warp * RW + sub, cl = g / p.IH, r = g - cl * p.IH;
-        for (; g < rows; g += gstep) {
-            const bool rok = cl < c_hi && r >= r_lo && r < r_hi;
-            const long long roff = base + ((long long)cl * p.H + r) * row_b;
-            for (int col = c_lane; col < bw; col += LN) {
-                const int ix = x0 + col;
-                T v = T(0.0f);
-                if (rok && ix >= 0 && ix < p.W) {
-                    const long long off = roff + (long long)ix * ES;
-                    v = (off >= 0 && off < span) ? *reinterpret_cast<const T*>(raw + off)
-                                                 : __ldg(reinterpret_cast<const T*>(s_lo + off));
-                }
-                sd[g * bw + col] = v;
+        const bool col_ok = ix >= 0 && ix < p.W;
+        int g = tid / bw, cl = g / p.IH, r = g - cl * p.IH;
+        /* byte offset in the span of (channel c0 + cl, row y0 + r, column ix) */
+        long long off = (long long)(xa + (((size_t)n * p.C + c0) * p.H + y0) * p.W * es) - (long long)s_lo +
+                        ((long long)cl * p.H + r) * row_b + (long long)ix * ES;
+        for (; tid < step * bw && g < rows; g += step) {
+            T v = T(0.0f);
+            if (col_ok && r >= r_lo && r < r_hi && cl < c_hi) {
+                v = (off >= 0 && off < span) ? *reinterpret_cast<const T*>(raw + off)
+                                             : __ldg(reinterpret_cast<const T*>(s_lo + off));
             }
-            r += gstep;
+            sd[g * bw + col] = v;
+            r += step;
+            off += (long long)step * row_b;
             while (r >= p.IH) {
                 r -= p.IH;
                 ++cl;
+                off += (long long)(p.H - p.IH) * row_b;
             }
         }
         __syncthreads();
