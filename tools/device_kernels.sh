@@ -4,7 +4,7 @@
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
 #                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma] [ab-mma] [ab-small]
 #                                             [probe] [probe-mma] [variants-reuse] [ab-layout] [ab-order] [ab-align8] [ab-clusters]
-#                                             [ab-bigchunk] [ab-pairs] [ab-h2] [ncu-h2] [ab-blocks4]
+#                                             [ab-bigchunk] [ab-pairs] [ab-h2] [ncu-h2] [ab-blocks4] [burst]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Stages run in this file's order (build, test, sanitizers, ..., bench-full, the A/B stages, ...), not in the order
@@ -127,6 +127,24 @@ if has bench-quick && fits 40; then
   python3 -m trt_sparse bench-kernels --layers bench/layers.json --batch 1 --sparsity 0.9 0.95 \
     --dtype fp32 fp16 --only resnet50_3x3_c64_h56 resnet50_3x3_c128_h28 resnet50_3x3_c256_h14 resnet50_3x3_c512_h7 \
     vgg16_3x3_c64_k128_h112 vgg16_3x3_c256_k512_h28 --json "$OUT/bench_quick.json" 2>"$OUT/bench_quick.err" || status=1
+fi
+if has burst && fits 120; then
+  say "burst kernel: tests + memcheck + racecheck (subset), staged-TMA A/B, burst vs the older variants (round 23)"
+  python3 -m pytest -q -m gpu tests/test_kernels_gpu.py -k "burst or test_tma_staging" -rs >"$OUT/pytest_burst.log" 2>&1 || status=1
+  tail -1 "$OUT/pytest_burst.log"
+  compute-sanitizer --tool memcheck --error-exitcode 99 python3 -m pytest -q -m gpu tests/test_kernels_gpu.py -k burst \
+    >"$OUT/memcheck_burst.log" 2>&1 || status=1
+  grep -E "ERROR SUMMARY" "$OUT/memcheck_burst.log" | tail -1
+  compute-sanitizer --tool racecheck --error-exitcode 99 python3 -m pytest -q -m gpu tests/test_kernels_gpu.py \
+    -k "test_burst_row_slabs_match_tma and (w16_pad1 or w32_c300) and fp32 and stages_default" >"$OUT/racecheck_burst.log" 2>&1 || status=1
+  grep -E "RACECHECK SUMMARY" "$OUT/racecheck_burst.log" | tail -1
+  timeout 100 python3 bench/env_ab.py --env TRT_SPARSE_BURST_STAGES=1 --family burst --top 4 --batch 1 --sparsity 0.9 0.95 \
+    --dtype fp32 fp16 --only resnet50_3x3_c64_h56 resnet50_3x3_c128_h28 --json "$OUT/ab_burst_stages1.json" >"$OUT/ab_burst_stages1.log" 2>&1 || status=1
+  tail -1 "$OUT/ab_burst_stages1.log"
+  timeout 120 python3 bench/variant_times.py --family burst --sparsity 0.9 0.95 --dtype fp32 fp16 --only resnet50_3x3_c64_h56 \
+    resnet50_3x3_c128_h28 resnet50_3x3_c256_h14 resnet50_3x3_c512_h7 vgg16_3x3_c512_k512_h14 --json "$OUT/vt_burst.json" \
+    >"$OUT/vt_burst.log" 2>&1 || status=1
+  tail -20 "$OUT/vt_burst.log"
 fi
 if has variants && fits 150; then
   say "every variant timed (fp32 batch 1, 3x3 s1 + s2 + 1x1 samples)"
