@@ -105,7 +105,6 @@ struct MmaLayout {
 struct BurstLayout {
     bool ok = false;
     int BW = 0, IH = 0, Cc = 0, CB = 0, ncopies = 0, WC = 0, Kb = 0, groups = 0, cap = 0, in_bytes = 0;
-    int nseg = 0; /* seg entries per (group, rank, warp, channel of the warp): the start of each stage + the end */
     size_t smem = 0;
     int2* entries = nullptr;
     int* seg = nullptr;
@@ -1187,7 +1186,6 @@ tsc_status build_burst_layout(tsc_plan* p, const tsc_weights* w, int ci, BurstLa
     if (smem > p->smem_optin_full || tx >= (1LL << 20)) return TSC_OK;
     out->BW = BW; out->IH = (int)IH; out->Cc = Cc; out->CB = CB; out->ncopies = ncopies; out->WC = WC; out->Kb = Kb;
     out->groups = G; out->cap = cap; out->in_bytes = (int)in_bytes; out->smem = (size_t)smem;
-    out->nseg = ncopies + 1;
     out->ok = true;
     if (!build) return TSC_OK;
     std::vector<int2> entries((size_t)G * CL * cap, make_int2(0, 0));
@@ -1205,20 +1203,22 @@ tsc_status build_burst_layout(tsc_plan* p, const tsc_weights* w, int ci, BurstLa
                 for (int kk = 0; kk < cfg.kpw; ++kk) {
                     const int k = g * Kb + kg * cfg.kpw + kk;
                     int* sg = &seg[((bl * 8 + warp) * cfg.kpw + kk) * NS];
-                    for (int s = 0; s < ncopies; ++s) { /* stage s: the channels of TMA box s */
-                        sg[s] = n;
-                        if (k < d.K)
-                            for (int i = w->row_offsets[k]; i < w->row_offsets[k + 1]; ++i) {
-                                const int idx = w->indices[i], c = idx / RS, rr = (idx % RS) / d.S, ss = idx % d.S;
-                                if (c < ca || c >= cz || (c - c0) / CB != s) continue;
-                                int2 e;
-                                std::memcpy(&e.x, &w->values[i], 4);
-                                e.y = (int)((((long long)(c - c0) * IH + (long long)rr * d.dilation_h) * BW +
-                                             (long long)ss * d.dilation_w) * es);
-                                entries[bl * cap + n++] = e;
-                            }
-                    }
-                    sg[ncopies] = n;
+                    /* one pass over the row: its indices increase, so its channels (and their TMA boxes,
+                     * stage (c - c0) / CB) do too; sg[s] = start of stage s's nonzeros, sg[ncopies] = the end */
+                    int stage = 0;
+                    sg[0] = n;
+                    if (k < d.K)
+                        for (int i = w->row_offsets[k]; i < w->row_offsets[k + 1]; ++i) {
+                            const int idx = w->indices[i], c = idx / RS, rr = (idx % RS) / d.S, ss = idx % d.S;
+                            if (c < ca || c >= cz) continue;
+                            while (stage < (c - c0) / CB) sg[++stage] = n;
+                            int2 e;
+                            std::memcpy(&e.x, &w->values[i], 4);
+                            e.y = (int)((((long long)(c - c0) * IH + (long long)rr * d.dilation_h) * BW +
+                                         (long long)ss * d.dilation_w) * es);
+                            entries[bl * cap + n++] = e;
+                        }
+                    while (stage < ncopies) sg[++stage] = n;
                 }
             }
         }
