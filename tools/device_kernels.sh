@@ -4,7 +4,7 @@
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
 #                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma] [ab-mma] [ab-small]
 #                                             [probe] [probe-mma] [variants-reuse] [ab-layout] [ab-order] [ab-align8] [ab-clusters]
-#                                             [ab-bigchunk] [ab-pairs] [ab-h2] [ncu-h2] [ab-blocks4] [burst]
+#                                             [ab-bigchunk] [ab-pairs] [ab-h2] [ncu-h2] [ab-blocks4] [burst] [pdl]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Stages run in this file's order (build, test, sanitizers, ..., bench-full, the A/B stages, ...), not in the order
@@ -146,6 +146,39 @@ if has burst && fits 120; then
     >"$OUT/vt_burst.log" 2>&1 || status=1
   tail -20 "$OUT/vt_burst.log"
 fi
+S1_LAYERS() { python3 -c "import json;print(' '.join(l['name'] for l in json.load(open('bench/layers.json'))['layers'] if l['kernel']==3 and l['stride']==1))"; }
+if has pdl && fits 120; then
+  say "programmatic dependent launch (round 24): chain tests + memcheck, bench b1 3x3 s1 plain vs TRT_SPARSE_PDL=1"
+  python3 -m pytest -q -m gpu tests/test_kernels_gpu.py -k pdl -rs >"$OUT/pytest_pdl.log" 2>&1 || status=1
+  tail -1 "$OUT/pytest_pdl.log"; grep -E "^FAILED" "$OUT/pytest_pdl.log" | cut -c1-400 | head -5
+  compute-sanitizer --tool memcheck --error-exitcode 99 python3 -m pytest -q -m gpu tests/test_kernels_gpu.py -k "pdl and c32_w16" \
+    >"$OUT/memcheck_pdl.log" 2>&1 || status=1
+  grep -E "ERROR SUMMARY" "$OUT/memcheck_pdl.log" | tail -1
+  for mode in plain pdl; do
+    fits 100 || break
+    if [ $mode = pdl ]; then export TRT_SPARSE_PDL=1; else unset TRT_SPARSE_PDL; fi
+    timeout 170 python3 -m trt_sparse bench-kernels --layers bench/layers.json --batch ${PDL_BATCH:-1} --sparsity 0.9 0.95 \
+      --dtype fp32 fp16 --only $(S1_LAYERS) --json "$OUT/bench_b1_3x3s1_$mode.json" --plot "$OUT/bench_b1_3x3s1_$mode.png" \
+      >"$OUT/bench_$mode.log" 2>&1 || status=1
+    tail -6 "$OUT/bench_$mode.log"
+  done
+  unset TRT_SPARSE_PDL
+  python3 - "$OUT/bench_b1_3x3s1_plain.json" "$OUT/bench_b1_3x3s1_pdl.json" <<'PY' 2>&1 | tee "$OUT/pdl_compare.txt"
+import json, math, sys
+a, b = (json.load(open(f))["results"] for f in sys.argv[1:3])
+key = lambda r: (r["layer"]["name"], r["dtype"], r["sparsity"], r["batch"])
+bm = {key(r): r for r in b}
+logs = []
+for r in a:
+    q = bm.get(key(r))
+    if not q: continue
+    ratio = r["sparse_us"] / q["sparse_us"]
+    logs.append(math.log(ratio))
+    print("%-28s %s %.2f plain %7.2f us (%s)  pdl %7.2f us (%s)  plain/pdl %.3f" % (key(r)[0], r["dtype"], r["sparsity"],
+          r["sparse_us"], r["sparse_variant"], q["sparse_us"], q["sparse_variant"], ratio))
+print("geomean plain/pdl sparse time: %.3f over %d cases" % (math.exp(sum(logs) / len(logs)), len(logs)))
+PY
+fi
 if has variants && fits 150; then
   say "every variant timed (fp32 batch 1, 3x3 s1 + s2 + 1x1 samples)"
   timeout 150 python3 bench/variant_times.py --sparsity 0.9 0.95 --dtype fp32 fp16 --only resnet50_3x3_c64_h56 \
@@ -157,7 +190,6 @@ if has bench-full && fits 110; then
   python3 -m trt_sparse bench-kernels --layers bench/layers.json --batch 1 8 --sparsity 0.9 0.95 \
     --dtype fp32 fp16 --json "$OUT/bench_full.json" --plot "$OUT/bench_full.png" 2>"$OUT/bench_full.err" || status=1
 fi
-S1_LAYERS() { python3 -c "import json;print(' '.join(l['name'] for l in json.load(open('bench/layers.json'))['layers'] if l['kernel']==3 and l['stride']==1))"; }
 if has ab-tma && fits 90; then
   say "A/B in one process: smem variants staged by TMA (A) vs cp.async (B: TRT_SPARSE_NO_TMA=1)"
   timeout 300 python3 bench/env_ab.py --env TRT_SPARSE_NO_TMA=1 --batch 1 8 --sparsity 0.9 --dtype fp32 \

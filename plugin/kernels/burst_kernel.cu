@@ -66,6 +66,7 @@ __global__ void __launch_bounds__(256) burst_kernel(const __grid_constant__ TmaD
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     extern __shared__ __align__(128) unsigned char smem[];
     constexpr int LH = 32 / LW, TH = LH, TW = LW * PC, ES = (int)sizeof(T), AL = 16 / ES;
+    pdl_trigger(); /* a PDL-launched next kernel may start its blocks (they wait for this grid in pdl_wait) */
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int tile = blockIdx.x, ty = tile / p.tiles_x, tx = tile % p.tiles_x;
     const int by = blockIdx.y, g = by / p.CL, rank = by % p.CL, n = blockIdx.z;
@@ -104,6 +105,7 @@ __global__ void __launch_bounds__(256) burst_kernel(const __grid_constant__ TmaD
         s_hi = min(t_hi, (b1 + 15) & ~(uintptr_t)15);
         if (s_hi < s_lo || yhi <= ylo || cz <= c0) s_hi = s_lo;
     }
+    /* before pdl_wait: plan constants only (the nonzero list, the stage bounds); the input and the output after it */
     if (tid == 0) {
         const unsigned box = p.use_tma == 1 ? (unsigned)p.CB * chan_bytes : 0u;
         const unsigned total0 = box + (unsigned)(s_hi - s_lo) + (unsigned)ent_bytes;
@@ -115,6 +117,20 @@ __global__ void __launch_bounds__(256) burst_kernel(const __grid_constant__ TmaD
         if (ent_bytes > 0)
             asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                          ::"r"(s_ent), "l"(p.entries + (size_t)by * p.ent_cap), "r"(ent_bytes), "r"(s_bar) : "memory");
+    }
+    const int kg = warp % p.WK, cs = warp / p.WK;
+    const int lr = lane / LW, lc = lane % LW;
+    /* per (warp, channel of the warp): the start of each stage's nonzeros and the end (ncopies + 1 values) */
+    const int NS = p.ncopies + 1;
+    const int* sg = p.seg + ((size_t)by * 8 + warp) * KPW * NS;
+    int b[KPW], e[KPW];
+#pragma unroll
+    for (int kk = 0; kk < KPW; ++kk) {
+        b[kk] = __ldg(sg + kk * NS);
+        e[kk] = __ldg(sg + kk * NS + (nst == 1 ? p.ncopies : 1));
+    }
+    pdl_wait();
+    if (tid == 0) {
         for (int i = 0; p.use_tma == 1 && i < p.ncopies; ++i)
             asm volatile(
                 "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];"
@@ -147,17 +163,6 @@ __global__ void __launch_bounds__(256) burst_kernel(const __grid_constant__ TmaD
         }
         if (ES == 4) asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
         __syncthreads();
-    }
-    const int kg = warp % p.WK, cs = warp / p.WK;
-    const int lr = lane / LW, lc = lane % LW;
-    /* per (warp, channel of the warp): the start of each stage's nonzeros and the end (ncopies + 1 values) */
-    const int NS = p.ncopies + 1;
-    const int* sg = p.seg + ((size_t)by * 8 + warp) * KPW * NS;
-    int b[KPW], e[KPW];
-#pragma unroll
-    for (int kk = 0; kk < KPW; ++kk) {
-        b[kk] = __ldg(sg + kk * NS);
-        e[kk] = __ldg(sg + kk * NS + (nst == 1 ? p.ncopies : 1));
     }
     b_wait(s_bar);
     if (slab) {
@@ -334,14 +339,22 @@ cudaError_t launch_burst(bool fp16, int cfg, const BurstParams& p, const TmaDesc
     lc.blockDim = dim3(256, 1, 1);
     lc.dynamicSmemBytes = smem;
     lc.stream = s;
-    cudaLaunchAttribute attr[1];
+    cudaLaunchAttribute attr[2];
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = 1;
     attr[0].val.clusterDim.y = (unsigned)ci.cl;
     attr[0].val.clusterDim.z = 1;
+    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization; /* p.pdl: programmatic dependent launch */
+    attr[1].val.programmaticStreamSerializationAllowed = 1;
     lc.attrs = attr;
-    lc.numAttrs = 1;
-    return cudaLaunchKernelEx(&lc, fn, tmap ? *tmap : none, p);
+    lc.numAttrs = p.pdl ? 2 : 1;
+    cudaError_t e = cudaLaunchKernelEx(&lc, fn, tmap ? *tmap : none, p);
+    if (e != cudaSuccess && p.pdl) { /* e.g. a driver without PDL: plain stream order */
+        cudaGetLastError();
+        lc.numAttrs = 1;
+        e = cudaLaunchKernelEx(&lc, fn, tmap ? *tmap : none, p);
+    }
+    return e;
 #else
     (void)fp16; (void)cfg; (void)p; (void)tmap; (void)smem; (void)grid_x; (void)grid_y; (void)s;
     return cudaErrorNotSupported;

@@ -175,6 +175,7 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
     constexpr int KW = mma_detail::KWords<T>::value;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const SmemParams& q = p.s;
+    pdl_trigger(); /* a PDL-launched next kernel may start its blocks (they wait for this grid in pdl_wait) */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int gid = lane >> 2;
     const int wg = warp / (WP * WS), wrem = warp - wg * (WP * WS);
@@ -231,6 +232,7 @@ __global__ void __launch_bounds__(256, NT >= 8 ? 2 : 3) mma_kernel(MmaParams p, 
     const int kA = mma_detail::out_channel(p, bg, wg, 0, lane);
     const float biasA = kA < q.K ? __ldg(q.bias + kA) : 0.0f;
     const float biasB = kA + 8 < q.K ? __ldg(q.bias + kA + 8) : 0.0f;
+    pdl_wait(); /* above: plan constants only; the input and the output from here on */
 
     for (int n = blockIdx.z; n < q.N; n += gridDim.z) {
         const T* xn = x + (long long)n * q.C * q.H * q.W;
@@ -378,7 +380,7 @@ cudaError_t launch_mma_cfg(const MmaParams& p, const TmaDesc* tmap, size_t smem,
     else for (int i = 0; i < 16; ++i) tm.opaque[i] = 0ull;
     dim3 grid((unsigned)(p.s.tiles_h * p.s.tiles_w * CL), (unsigned)p.s.groups,
               (unsigned)(p.s.N < 65535 ? p.s.N : 65535));
-    if (CL > 1) return launch_cluster(mma_kernel<T, TH, TW, WG, WP, WS, NT, CL>, CL, smem, grid, s, p, tm);
+    if (CL > 1 || p.s.pdl) return launch_cluster(mma_kernel<T, TH, TW, WG, WP, WS, NT, CL>, CL, smem, grid, s, p.s.pdl, p, tm);
     mma_kernel<T, TH, TW, WG, WP, WS, NT, CL><<<grid, 256, smem, s>>>(p, tm);
     return cudaGetLastError();
 }

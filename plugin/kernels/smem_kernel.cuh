@@ -464,6 +464,7 @@ __global__ void __launch_bounds__(256, KW == 1 && PXH * PXW <= 2 ? 4 : (KW <= 2 
     constexpr int LH = 32 / LW;
     constexpr int TH = LH * PXH, TW = LW * PXW;
     constexpr int PX = PXH * PXW;
+    pdl_trigger(); /* a PDL-launched next kernel may start its blocks (they wait for this grid in pdl_wait) */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int lr = lane / LW, lc = lane % LW;
     const int g = blockIdx.y;
@@ -542,6 +543,7 @@ __global__ void __launch_bounds__(256, KW == 1 && PXH * PXW <= 2 ? 4 : (KW <= 2 
         k_out[kl] = (ns == 1 && cl == 1) ? __ldg(p.perm + g * cpb + warp * KW + kl) : -1;
         b_out[kl] = k_out[kl] >= 0 ? __ldg(p.bias + k_out[kl]) : 0.0f;
     }
+    pdl_wait(); /* above: plan constants only; the input and the output from here on */
     for (int n = blockIdx.z; n < p.N; n += gridDim.z) {
         const T* xn = x + (long long)n * p.C * p.H * p.W;
 #if defined(TSC_TMA_DEVICE)
@@ -760,35 +762,51 @@ __global__ void __launch_bounds__(256, KW == 1 && PXH * PXW <= 2 ? 4 : (KW <= 2 
     }
 }
 
-/* Cluster launch of kernel(args...) with cl blocks per cluster along x; cudaErrorNotSupported without cluster
- * support. */
+/* Launch of kernel(args...) by cudaLaunchKernelEx: cl > 1 blocks per cluster along x, and with pdl programmatic
+ * dependent launch (the kernel calls pdl_wait() before it touches the input or the output; where the driver refuses
+ * the attribute, the kernel is launched without it); cudaErrorNotSupported without cudaLaunchKernelEx (CUDA < 12). */
 template <typename K, typename... Args>
-cudaError_t launch_cluster(K kernel, int cl, size_t smem, dim3 grid, cudaStream_t s, const Args&... args) {
+cudaError_t launch_cluster(K kernel, int cl, size_t smem, dim3 grid, cudaStream_t s, int pdl, const Args&... args) {
 #if defined(TSC_HAS_CLUSTERS)
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = dim3(256, 1, 1);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = s;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = (unsigned)cl;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
+    cudaLaunchAttribute attr[2];
+    unsigned na = 0;
+    if (cl > 1) {
+        attr[na].id = cudaLaunchAttributeClusterDimension;
+        attr[na].val.clusterDim.x = (unsigned)cl;
+        attr[na].val.clusterDim.y = 1;
+        attr[na].val.clusterDim.z = 1;
+        ++na;
+    }
+    if (pdl) {
+        attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[na].val.programmaticStreamSerializationAllowed = 1;
+        ++na;
+    }
     cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    return cudaLaunchKernelEx(&cfg, kernel, args...);
+    cfg.numAttrs = na;
+    cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, args...);
+    if (e != cudaSuccess && pdl) { /* e.g. a driver without PDL: plain stream order */
+        cudaGetLastError();
+        cfg.numAttrs = cl > 1 ? 1u : 0u;
+        e = cudaLaunchKernelEx(&cfg, kernel, args...);
+    }
+    return e;
 #else
-    (void)kernel; (void)cl; (void)smem; (void)grid; (void)s;
+    (void)kernel; (void)cl; (void)smem; (void)grid; (void)s; (void)pdl;
     return cudaErrorNotSupported;
 #endif
 }
 
 template <typename T, int LW, int PXH, int PXW, int KW, int SW, int FP, bool H2 = false>
 cudaError_t launch_smem_one(const SmemParams& p, const TmaDesc& tm, size_t smem, dim3 grid, cudaStream_t s) {
-    if (p.cl > 1) {
+    if (p.cl > 1 || p.pdl) {
         grid.x *= (unsigned)p.cl;
-        return launch_cluster(smem_kernel<T, LW, PXH, PXW, KW, SW, FP, H2>, p.cl, smem, grid, s, p, tm);
+        return launch_cluster(smem_kernel<T, LW, PXH, PXW, KW, SW, FP, H2>, p.cl, smem, grid, s, p.pdl, p, tm);
     }
     smem_kernel<T, LW, PXH, PXW, KW, SW, FP, H2><<<grid, 256, smem, s>>>(p, tm);
     return cudaGetLastError();

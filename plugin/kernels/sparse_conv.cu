@@ -138,6 +138,8 @@ struct tsc_plan {
     BurstLayout blay[tsc::BURST_CFGS]; /* per single-stage config (NCHW, stride_w 1, sm_90+) */
     bool burst = false;          /* the single-stage kernel can run (sm_90+ code, clusters); TRT_SPARSE_NO_BURST=1: off */
     int burst_stages = 4;        /* TMA stages per burst block (TRT_SPARSE_BURST_STAGES=1..8; 1: one wait for all) */
+    bool pdl = false;            /* smem, tensor-core and burst kernels launched with programmatic dependent launch
+                                  * (sm_90+ with cluster launch, CUDA 12+; TRT_SPARSE_PDL=1 at plan creation) */
     int smem_optin_full = 48 * 1024; /* the device's opt-in shared memory per block (burst layouts) */
     /* validated canonical CSR kept on the host to build layouts later */
     std::vector<int32_t> h_rowoff, h_idx;
@@ -1523,6 +1525,7 @@ tsc_status launch_variant(const tsc_plan* p, const Variant& v, int N, int H, int
         tsc::SmemParams sp;
         if (!smem_params(p, v, N, H, W, P, Q, x, y, &sp))
             return fail(TSC_ERR_UNSUPPORTED, "smem variant cannot run this shape");
+        sp.pdl = p->pdl ? 1 : 0;
         const SmemCfg cfg = kSmemCfgs[v.cfg];
         const size_t smem = p->slay[v.cfg].smem;
         tsc::TmaDesc tm;
@@ -1539,6 +1542,7 @@ tsc_status launch_variant(const tsc_plan* p, const Variant& v, int N, int H, int
         tsc::SmemParams sp;
         if (!reuse_params(p, v, N, H, W, P, Q, x, y, &sp))
             return fail(TSC_ERR_UNSUPPORTED, "reuse variant cannot run this shape");
+        sp.pdl = 0; /* plain launch */
         const size_t smem = p->rlay[v.cfg].smem;
         const bool fast = sp.lead == 3;
         e = p->dtype == TSC_FLOAT16 ? tsc::launch_reuse_f16(v.cfg, fast, sp, smem, s)
@@ -1548,6 +1552,7 @@ tsc_status launch_variant(const tsc_plan* p, const Variant& v, int N, int H, int
         int gx = 0, gy = 0;
         if (!burst_params(p, v, N, H, W, P, Q, x, y, &bp, &gx, &gy))
             return fail(TSC_ERR_UNSUPPORTED, "burst variant cannot run this shape");
+        bp.pdl = p->pdl ? 1 : 0;
         tsc::TmaDesc tm;
         size_t smem = p->blay[v.cfg].smem;
         if (encode_burst_map(p, bp, x, &tm)) {
@@ -1561,6 +1566,7 @@ tsc_status launch_variant(const tsc_plan* p, const Variant& v, int N, int H, int
         tsc::MmaParams mp;
         if (!mma_params(p, v, N, H, W, P, Q, x, y, &mp))
             return fail(TSC_ERR_UNSUPPORTED, "tensor-core variant cannot run this shape (or TF32 not allowed)");
+        mp.s.pdl = p->pdl ? 1 : 0;
         tsc::TmaDesc tm;
         mp.s.tma = (p->tma && encode_input_map(p, mp.s, tsc::mma_cfg_info(v.cfg).tw, x, &tm)) ? 1 : 0;
         e = p->dtype == TSC_FLOAT16 ? tsc::launch_mma_f16(v.cfg, mp, mp.s.tma ? &tm : nullptr, p->mlay[v.cfg].s.smem, s)
@@ -1798,6 +1804,7 @@ tsc_status tsc_plan_create(const tsc_conv_desc* desc, const tsc_weights* weights
         p->mma = cc_major >= 8 && tsc::mma_supported();
         p->tma = p->clusters && tma_available(); /* see encode_input_map */
         p->burst = p->clusters && !env_flag("TRT_SPARSE_NO_BURST") && tsc::burst_supported();
+        p->pdl = p->clusters && env_flag("TRT_SPARSE_PDL");
         if (const char* bs = std::getenv("TRT_SPARSE_BURST_STAGES")) {
             const int v = std::atoi(bs);
             if (v >= 1 && v <= 8) p->burst_stages = v;
@@ -2094,7 +2101,7 @@ size_t tsc_plan_describe(const tsc_plan* plan, char* buf, size_t buf_len) {
                     " C=" + std::to_string(plan->d.C) + " R=" + std::to_string(plan->d.R) + " S=" +
                     std::to_string(plan->d.S) + " nnz=" + std::to_string(plan->nnz) +
                     " tile_geom=" + std::to_string(plan->geom) + " tma=" + (plan->tma ? "1" : "0") +
-                    " pairs=" + (plan->pair_stage ? "1" : "0") + " h2=" + (plan->h2 ? "1" : "0") + " burst_stages=" + std::to_string(plan->burst_stages) + " device_bytes=" + std::to_string(device_bytes(plan));
+                    " pairs=" + (plan->pair_stage ? "1" : "0") + " h2=" + (plan->h2 ? "1" : "0") + " burst_stages=" + std::to_string(plan->burst_stages) + " pdl=" + (plan->pdl ? "1" : "0") + " device_bytes=" + std::to_string(device_bytes(plan));
     {
         std::lock_guard<std::mutex> lock(plan->mu);
         for (size_t i = 0; i < plan->tuned.size(); ++i) {

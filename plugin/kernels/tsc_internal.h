@@ -10,6 +10,24 @@
 
 namespace tsc {
 
+/* Programmatic dependent launch (PDL, sm_90+; a no-op where the kernel was not launched with the attribute and on
+ * older devices): pdl_trigger() lets the next kernel of the stream, if it was launched with PDL, start its blocks
+ * (they run until their own pdl_wait()); pdl_wait() blocks until the previous kernel of the stream has completed and
+ * its memory is visible. A kernel reads only plan constants (weights, lists, bias) before pdl_wait() and writes
+ * nothing to global memory before it. */
+#if defined(__CUDACC__)
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+#endif
+
 /* Register-tile kernel: geometry (R, S, stride) ids. */
 enum TileGeom { GEOM_3x3_S1 = 0, GEOM_3x3_S2 = 1, GEOM_1x1_S1 = 2, GEOM_1x1_S2 = 3, GEOM_COUNT = 4 };
 /* Register-tile configs: output channels per warp (KT) x pixels per lane (PH x PW);
@@ -110,6 +128,8 @@ struct SmemParams {
     int mbar_off;           /* smem kernel: byte offset of two 8-byte mbarriers (tma only) */
     int nhwc;               /* 1: input and output are NHWC (channels last; staged into the same CHW shared-memory
                              * tile, element by element: no vec, no TMA), 0: NCHW */
+    int pdl;                /* 1: launched with programmatic dependent launch (sm_90+, tsc_plan pdl): the kernel reads
+                             * only plan constants before pdl_wait() */
     int nh_ps_r, nh_ps_c;   /* nhwc staging walk: consecutive threads take consecutive channels of one staged pixel
                              * (cc threads per pixel, 256 / cc pixels per pass = nh_ps_r rows + nh_ps_c columns of
                              * the st_nv staged columns); cstride is odd there, so the channels' rows hit distinct
@@ -293,6 +313,7 @@ struct BurstParams {
     float clip_min, clip_max;
     int use_tma;            /* 1: TMA boxes; 2: one bulk copy of the rows' span, padded in shared memory; 0: per-thread */
     int raw_off;            /* use_tma 2: byte offset of the span in shared memory */
+    int pdl;                /* 1: launched with programmatic dependent launch (SmemParams::pdl) */
 };
 /* true when the library holds sm_90+ code of the burst kernel for the current device. */
 bool burst_supported();

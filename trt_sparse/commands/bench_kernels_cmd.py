@@ -183,6 +183,8 @@ def _meta(torch, tcuda, peak_tflops, bw_gbs, launch_us):
         "commit": os.environ.get("TRT_SPARSE_COMMIT") or git("rev-parse", "HEAD"),
         "dirty": False if os.environ.get("TRT_SPARSE_COMMIT") else bool(git("status", "--porcelain", "--untracked-files=no")),
         "date": datetime.datetime.utcnow().replace(microsecond=0).isoformat() + "Z",
+        # the kernel library's switches read at plan creation (e.g. TRT_SPARSE_PDL=1: programmatic dependent launch)
+        "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith("TRT_SPARSE_") and k != "TRT_SPARSE_COMMIT"},
         "kernel_library": tcuda.find_library(), "fp32_fma_peak_tflops": peak_tflops,
         "copy_bandwidth_gbs": bw_gbs, "graph_launch_us": launch_us,
         "method": "CUDA-graph replay of many launches over rotating buffers, median of replays; cudnn.benchmark=True; "
