@@ -4,7 +4,7 @@
 #                                             [variants] [bench-full] [bench-sweep] [ncu] [ncu-reuse]
 #                                             [mma] [tf32] [bench-vector] [bench-tf32] [ab-tma] [ab-mma] [ab-small]
 #                                             [probe] [probe-mma] [variants-reuse] [ab-layout] [ab-order] [ab-align8] [ab-clusters]
-#                                             [ab-bigchunk] [ab-pairs] [ab-h2] [ncu-h2] [ab-blocks4] [burst] [pdl]
+#                                             [ab-bigchunk] [ab-pairs] [ab-h2] [ncu-h2] [ab-blocks4] [burst] [pdl] [ab-pdl]
 # TRT_SPARSE_KERNELS_LIB selects an already built library (e.g. from tests/cpp/run_device.sh) instead of build/.
 # DEADLINE: skip stages that would not finish S seconds after the start (keep it below the call's timeout).
 # Stages run in this file's order (build, test, sanitizers, ..., bench-full, the A/B stages, ...), not in the order
@@ -189,6 +189,12 @@ if has bench-full && fits 110; then
   say "bench full sweep"
   python3 -m trt_sparse bench-kernels --layers bench/layers.json --batch 1 8 --sparsity 0.9 0.95 \
     --dtype fp32 fp16 --json "$OUT/bench_full.json" --plot "$OUT/bench_full.png" 2>"$OUT/bench_full.err" || status=1
+fi
+if has ab-pdl && fits 120; then
+  say "A/B in one process: plain launches (A) vs programmatic dependent launch (B: TRT_SPARSE_PDL=1), same variants"
+  timeout ${AB_PDL_TIMEOUT:-280} python3 bench/env_ab.py --env TRT_SPARSE_PDL=1 --family smem mma burst --batch 1 \
+    --sparsity ${AB_PDL_SPARSITY:-0.9} --dtype fp32 fp16 --only $(S1_LAYERS) --json "$OUT/ab_pdl.json" >"$OUT/ab_pdl.log" 2>&1 || status=1
+  tail -40 "$OUT/ab_pdl.log"
 fi
 if has ab-tma && fits 90; then
   say "A/B in one process: smem variants staged by TMA (A) vs cp.async (B: TRT_SPARSE_NO_TMA=1)"
